@@ -1,0 +1,33 @@
+# ctxbus developer entry points. `make setup` installs everything into .venv;
+# `make test` runs the whole suite (it runs setup first when needed).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test lint up bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check services tests bench
+	$(BIN)/ruff format --check services tests bench
+	$(BIN)/mypy
+
+test: $(STAMP) lint
+	$(BIN)/pytest -n 2 --dist loadgroup
+
+up: $(STAMP)
+	$(BIN)/ctxbus up
+
+bench: $(STAMP)
+	$(BIN)/ctxbus bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

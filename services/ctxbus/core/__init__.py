@@ -1,0 +1,1 @@
+"""Pure logic: no Kafka, no Qdrant, no I/O, no clock or randomness except injected."""

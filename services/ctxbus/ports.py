@@ -1,0 +1,79 @@
+"""The small protocols the core needs from the world. Adapters implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ctxbus.memory.model import MemoryItem, MemoryKind
+
+Vector = list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A search in one project's scope (plus the global scope when asked)."""
+
+    vector: Vector
+    project: str
+    limit: int = 10
+    include_global: bool = True
+    kinds: Sequence[MemoryKind] | None = None
+    exclude_kinds: Sequence[MemoryKind] = ()
+    domain: str | None = None
+    min_confidence: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    item: MemoryItem
+    #: cosine similarity for dense search (higher is better)
+    score: float
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class Embedder(Protocol):
+    """Turns text into unit vectors; also counts tokens with its own tokenizer."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+
+    def embed_query(self, text: str) -> Vector: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+class StoreModelMismatch(RuntimeError):
+    """The store was built with another embedding model (or dimension)."""
+
+
+class StoreBusy(RuntimeError):
+    """Another process owns the embedded store."""
+
+
+class VectorStore(Protocol):
+    """A project-scoped store of memory items and their vectors."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def upsert(self, items: Sequence[MemoryItem], vectors: Sequence[Vector]) -> None: ...
+
+    def search(self, query: SearchQuery) -> list[SearchHit]: ...
+
+    def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]: ...
+
+    def delete(self, project: str, item_ids: Sequence[str]) -> int: ...
+
+    def count(self, project: str | None = None) -> int: ...
+
+    def close(self) -> None: ...

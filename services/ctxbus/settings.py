@@ -1,0 +1,139 @@
+"""Every setting ctxbus reads, from the environment with the ``CTXBUS_`` prefix.
+
+Nested groups use their own prefix: ``CTXBUS_KAFKA_BOOTSTRAP_SERVERS``,
+``CTXBUS_QDRANT_URL``, ``CTXBUS_EMBEDDER_THREADS`` ...
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory: $XDG_DATA_HOME/ctxbus or ~/.local/share/ctxbus."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ctxbus"
+
+
+class SecurityProtocol(StrEnum):
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+
+class SaslMechanism(StrEnum):
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
+class KafkaSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_KAFKA_", extra="ignore")
+
+    #: Empty means: use the embedded broker started by ``ctxbus up``.
+    bootstrap_servers: str = ""
+    security_protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    sasl_mechanism: SaslMechanism | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    client_id_prefix: str = "ctxbus"
+    #: None: on for a real cluster, off for the embedded broker (Tansu lacks InitProducerId).
+    enable_idempotence: bool | None = None
+    #: None: 5 ms for the embedded broker (it does not wake waiting fetches), 100 ms otherwise.
+    fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    topic_partitions: int = Field(default=3, ge=1, le=1000)
+    topic_replication: int = Field(default=1, ge=1, le=10)
+    #: port of the embedded broker; 0 picks a free one
+    embedded_port: int = Field(default=0, ge=0, le=65535)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.bootstrap_servers.strip()
+
+
+class QdrantSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_QDRANT_", extra="ignore")
+
+    #: Empty means: the embedded Qdrant Edge shard under the data directory.
+    url: str = ""
+    api_key: SecretStr | None = None
+    collection: str = "ctxbus_memory"
+    timeout_s: float = Field(default=5.0, gt=0)
+
+
+class EmbedderSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_EMBEDDER_", extra="ignore")
+
+    threads: int = Field(default=2, ge=1, le=64)
+    max_tokens: int = Field(default=256, ge=16, le=512)
+    batch_size: int = Field(default=16, ge=1, le=256)
+
+
+class ServiceSettings(BaseSettings):
+    """Processing semantics shared by every consuming service."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_SERVICE_", extra="ignore")
+
+    max_retries: int = Field(default=5, ge=0, le=100)
+    retry_backoff_ms: int = Field(default=100, ge=1, le=60_000)
+    retry_backoff_max_ms: int = Field(default=5_000, ge=1, le=600_000)
+    max_batch: int = Field(default=100, ge=1, le=10_000)
+    shutdown_grace_s: float = Field(default=10.0, gt=0)
+    metrics_host: str = "127.0.0.1"
+    #: base port: retriever +0, injector +1, recorder +2 (``ctxbus up`` serves all on the base port)
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+
+
+class InjectionSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_INJECTION_", extra="ignore")
+
+    #: Claude Code replaces additionalContext above 10,000 characters by a preview.
+    max_chars: int = Field(default=10_000, ge=100, le=50_000)
+    max_tokens: int = Field(default=2_000, ge=50, le=20_000)
+    max_items: int = Field(default=10, ge=1, le=100)
+    min_score: float = Field(default=0.2, ge=-1.0, le=1.0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    topic_prefix: str = "ctxbus"
+    log_level: str = "INFO"
+    log_format: str = "json"
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
+    injection: InjectionSettings = Field(default_factory=InjectionSettings)
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _prefix_ok(cls, value: str) -> str:
+        value = value.strip().strip(".")
+        if not value or any(c not in "abcdefghijklmnopqrstuvwxyz0123456789._-" for c in value.lower()):
+            raise ValueError("topic_prefix must be non-empty and use only letters, digits, '.', '_', '-'")
+        return value
+
+    @property
+    def store_dir(self) -> Path:
+        return self.data_dir / "store"
+
+    @property
+    def record_db(self) -> Path:
+        return self.data_dir / "injections.sqlite3"
+
+    @property
+    def runtime_file(self) -> Path:
+        """Written by ``ctxbus up``: where the running stack can be reached."""
+        return self.data_dir / "runtime.json"
