@@ -91,6 +91,8 @@ class ServiceSettings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     #: base port: retriever +0, injector +1, recorder +2 (``ctxbus up`` serves all on the base port)
     metrics_port: int = Field(default=9464, ge=0, le=65535)
+    #: fault injection for crash tests: exit hard (no commit) once this many outputs were produced; 0 = off
+    fault_exit_after_outputs: int = Field(default=0, ge=0)
 
 
 class InjectionSettings(BaseSettings):

@@ -1,0 +1,1 @@
+"""Kafka adapters on aiokafka: client config, publisher, consumer runner, admin."""

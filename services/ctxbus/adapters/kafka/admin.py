@@ -1,0 +1,27 @@
+"""Topic administration: create the ctxbus topics if they do not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+
+
+async def ensure_topics(
+    config: KafkaClientConfig, topics: Iterable[str], *, partitions: int, replication: int
+) -> list[str]:
+    """Create the missing topics; returns the ones created (existing ones are left as they are)."""
+    admin = AIOKafkaAdminClient(**config.common("admin"))
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [t for t in dict.fromkeys(topics) if t not in existing]
+        if missing:
+            await admin.create_topics(
+                [NewTopic(name=t, num_partitions=partitions, replication_factor=replication) for t in missing]
+            )
+        return missing
+    finally:
+        await admin.close()

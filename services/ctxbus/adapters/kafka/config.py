@@ -1,0 +1,78 @@
+"""aiokafka client arguments from :class:`KafkaSettings` (security, idempotence, fetch wait)."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from ctxbus.settings import KafkaSettings, SecurityProtocol
+
+#: Tansu does not wake a waiting fetch when data arrives: poll it often.
+EMBEDDED_FETCH_MAX_WAIT_MS = 5
+#: A real broker wakes fetches; this only bounds idle polling.
+CLUSTER_FETCH_MAX_WAIT_MS = 100
+
+
+class KafkaClientConfig:
+    """Resolved connection facts for one process: where the brokers are and how to talk to them."""
+
+    def __init__(self, settings: KafkaSettings, bootstrap_servers: str, *, embedded: bool) -> None:
+        if not bootstrap_servers.strip():
+            raise ValueError("no Kafka bootstrap servers: set CTXBUS_KAFKA_BOOTSTRAP_SERVERS or run `ctxbus up`")
+        self.settings = settings
+        self.bootstrap_servers = bootstrap_servers
+        self.embedded = embedded
+
+    def common(self, client_id: str) -> dict[str, Any]:
+        s = self.settings
+        args: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "client_id": f"{s.client_id_prefix}-{client_id}",
+            "security_protocol": s.security_protocol.value,
+        }
+        if s.security_protocol in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL):
+            context = ssl.create_default_context(cafile=str(s.ssl_cafile) if s.ssl_cafile else None)
+            if s.ssl_certfile:
+                context.load_cert_chain(str(s.ssl_certfile), str(s.ssl_keyfile) if s.ssl_keyfile else None)
+            args["ssl_context"] = context
+        if s.security_protocol in (SecurityProtocol.SASL_SSL, SecurityProtocol.SASL_PLAINTEXT):
+            if s.sasl_mechanism is None or not s.sasl_username or s.sasl_password is None:
+                raise ValueError(
+                    f"security protocol {s.security_protocol.value} needs CTXBUS_KAFKA_SASL_MECHANISM, "
+                    "CTXBUS_KAFKA_SASL_USERNAME and CTXBUS_KAFKA_SASL_PASSWORD"
+                )
+            args["sasl_mechanism"] = s.sasl_mechanism.value
+            args["sasl_plain_username"] = s.sasl_username
+            args["sasl_plain_password"] = s.sasl_password.get_secret_value()
+        return args
+
+    @property
+    def idempotence(self) -> bool:
+        if self.settings.enable_idempotence is not None:
+            return self.settings.enable_idempotence
+        return not self.embedded
+
+    @property
+    def fetch_max_wait_ms(self) -> int:
+        if self.settings.fetch_max_wait_ms is not None:
+            return self.settings.fetch_max_wait_ms
+        return EMBEDDED_FETCH_MAX_WAIT_MS if self.embedded else CLUSTER_FETCH_MAX_WAIT_MS
+
+    def producer(self, client_id: str) -> dict[str, Any]:
+        return {
+            **self.common(client_id),
+            "acks": "all",
+            "enable_idempotence": self.idempotence,
+            "linger_ms": 0,
+            "request_timeout_ms": 10_000,
+        }
+
+    def consumer(self, client_id: str, group_id: str | None) -> dict[str, Any]:
+        return {
+            **self.common(client_id),
+            "group_id": group_id,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "fetch_max_wait_ms": self.fetch_max_wait_ms,
+            "isolation_level": "read_committed" if not self.embedded else "read_uncommitted",
+        }

@@ -1,0 +1,252 @@
+"""The consumer loop every service shares: consume -> handle -> produce -> commit.
+
+- auto-commit off; a partition's offset is committed only after every output (or
+  the dead letter) of the messages before it is acknowledged by the broker;
+- retriable failures are retried with exponential backoff, a bounded number of times;
+- poison (undecodable, unknown schema, invalid, oversize, or a handler that
+  rejects it) goes to the dead-letter topic with the reason, and the loop goes on;
+- an input already answered (redelivery after a crash or rebalance) is skipped;
+- per-partition order is kept; a rebalance waits for the batch in flight;
+- ``stop`` finishes the batch in flight, commits and closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
+
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.dead_letter import dead_letter_for, dead_letter_headers
+from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
+from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.contract.envelope import AnyEnvelope
+from ctxbus.contract.serde import EventDecodeError, EventDeserializer
+from ctxbus.observability import Metrics
+from ctxbus.settings import ServiceSettings
+
+log = structlog.get_logger("ctxbus.runner")
+
+#: How many recent outputs per partition are read at start to rebuild the answered ledger.
+LEDGER_WINDOW = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    topic: str
+    event: AnyEnvelope
+
+
+Handler = Callable[[AnyEnvelope], Awaitable[Sequence[Output]]]
+
+
+class RetriableError(Exception):
+    """A transient failure: the same input may succeed if tried again."""
+
+
+class PoisonEvent(Exception):
+    """A decoded event the handler cannot process, ever: dead-letter it."""
+
+
+class _Revoke(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, runner: ConsumerRunner) -> None:
+        self._runner = runner
+
+    async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        # wait for the batch in flight: its offsets are committed before the partitions go
+        async with self._runner.busy:
+            log.info("partitions_revoked", service=self._runner.name, partitions=[str(tp) for tp in revoked])
+
+    async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        log.info("partitions_assigned", service=self._runner.name, partitions=[str(tp) for tp in assigned])
+
+
+class ConsumerRunner:
+    def __init__(
+        self,
+        *,
+        name: str,
+        config: KafkaClientConfig,
+        topic: str,
+        group_id: str,
+        handler: Handler,
+        publisher: EventPublisher,
+        dead_letter_topic: str,
+        expect_event_type: str,
+        settings: ServiceSettings,
+        metrics: Metrics,
+        output_topics: Sequence[str] = (),
+        deserializer: EventDeserializer | None = None,
+    ) -> None:
+        self.name = name
+        self.busy = asyncio.Lock()
+        self._config = config
+        self._topic = topic
+        self._group = group_id
+        self._handler = handler
+        self._publisher = publisher
+        self._dlq = dead_letter_topic
+        self._expect = expect_event_type
+        self._settings = settings
+        self._metrics = metrics
+        self._output_topics = tuple(output_topics)
+        self._deserialize = deserializer or EventDeserializer()
+        self._answered = AnsweredLedger()
+        self._outputs_sent = 0
+        self._consumer: AIOKafkaConsumer | None = None
+        self.ready = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._output_topics:
+            causes = await recent_causes(self._config, self._output_topics, LEDGER_WINDOW)
+            self._answered.extend(causes)
+            log.info("ledger_rebuilt", service=self.name, answered=len(self._answered))
+        consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group))
+        consumer.subscribe([self._topic], listener=_Revoke(self))
+        await consumer.start()
+        self._consumer = consumer
+        self.ready.set()
+        log.info("service_started", service=self.name, topic=self._topic, group=self._group)
+        try:
+            while not stop.is_set():
+                fetch = asyncio.ensure_future(consumer.getmany(timeout_ms=200, max_records=self._settings.max_batch))
+                stopping = asyncio.ensure_future(stop.wait())
+                done, _ = await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if fetch not in done:
+                    fetch.cancel()
+                    stopping.cancel()
+                    break
+                stopping.cancel()
+                batch = fetch.result()
+                if batch:
+                    async with self.busy:
+                        await self._process_batch(consumer, batch)
+        finally:
+            async with self.busy:
+                await consumer.stop()
+            self._consumer = None
+            log.info("service_stopped", service=self.name)
+
+    async def _process_batch(
+        self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+    ) -> None:
+        for tp, records in batch.items():
+            for msg in records:
+                await self._process(msg)
+                await consumer.commit({tp: OffsetAndMetadata(msg.offset + 1, "")})
+
+    async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> None:
+        started = time.perf_counter()
+        try:
+            event = self._deserialize(msg.value, expect=self._expect)
+        except EventDecodeError as exc:
+            await self._dead_letter(msg, exc, attempts=1, reason=exc.reason)
+            return
+        event_id = str(event.event_id)
+        with structlog.contextvars.bound_contextvars(
+            event_id=event_id,
+            correlation_id=str(event.correlation_id),
+            causation_id=str(event.causation_id),
+            service=self.name,
+        ):
+            if event_id in self._answered:
+                self._metrics.consumed.labels(self.name, self._topic, "duplicate").inc()
+                log.info("duplicate_skipped", offset=msg.offset)
+                return
+            outputs = await self._handle_with_retries(msg, event)
+            if outputs is None:
+                return
+            for out in outputs:
+                await self._publish_with_retries(out)
+                self._metrics.produced.labels(self.name, out.topic).inc()
+            self._answered.add(event_id)
+            self._maybe_fault_exit(len(outputs))
+            self._metrics.consumed.labels(self.name, self._topic, "processed").inc()
+            self._metrics.processing.labels(self.name).observe(time.perf_counter() - started)
+            log.debug("processed", offset=msg.offset, outputs=len(outputs))
+
+    async def _handle_with_retries(
+        self, msg: ConsumerRecord[bytes, bytes], event: AnyEnvelope
+    ) -> Sequence[Output] | None:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return await self._handler(event)
+            except PoisonEvent as exc:
+                await self._dead_letter(msg, exc, attempts=attempts, reason="rejected")
+                return None
+            except (RetriableError, KafkaError, ConnectionError, TimeoutError) as exc:
+                if attempts > self._settings.max_retries:
+                    await self._dead_letter(msg, exc, attempts=attempts, reason="retries_exhausted")
+                    return None
+                self._metrics.retries.labels(self.name).inc()
+                delay = self._backoff(attempts)
+                log.warning("handler_retry", attempt=attempts, delay_s=delay, error=repr(exc))
+                await asyncio.sleep(delay)
+            except Exception as exc:
+                log.exception("handler_failed", offset=msg.offset)
+                await self._dead_letter(msg, exc, attempts=attempts, reason="handler_error")
+                return None
+
+    async def _publish_with_retries(self, out: Output) -> None:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                await self._publisher.publish(out.topic, out.event)
+                return
+            except KafkaError as exc:
+                if attempts > self._settings.max_retries:
+                    raise  # not committed: the input is redelivered after restart
+                delay = self._backoff(attempts)
+                log.warning("publish_retry", topic=out.topic, attempt=attempts, delay_s=delay, error=repr(exc))
+                await asyncio.sleep(delay)
+
+    async def _dead_letter(
+        self, msg: ConsumerRecord[bytes, bytes], error: BaseException, *, attempts: int, reason: str
+    ) -> None:
+        record = dead_letter_for(msg, group=self._group, error=error, attempts=attempts, reason=reason)
+        headers = dead_letter_headers(record, list(msg.headers or ()))
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                await self._publisher.publish_raw(self._dlq, msg.value, msg.key, headers)
+                break
+            except KafkaError:
+                if attempt > self._settings.max_retries:
+                    raise
+                await asyncio.sleep(self._backoff(attempt))
+        self._metrics.consumed.labels(self.name, self._topic, "dead_lettered").inc()
+        self._metrics.dead_letters.labels(self.name, self._topic, reason).inc()
+        log.warning(
+            "dead_lettered",
+            topic=msg.topic,
+            partition=msg.partition,
+            offset=msg.offset,
+            reason=reason,
+            error_class=record.error_class,
+            error=record.error_message,
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        base = self._settings.retry_backoff_ms * (2 ** (attempt - 1))
+        return float(min(base, self._settings.retry_backoff_max_ms)) / 1000.0
+
+    def _maybe_fault_exit(self, outputs: int) -> None:
+        """Fault injection for crash tests: die hard after producing, before committing."""
+        limit = self._settings.fault_exit_after_outputs
+        if not limit:
+            return
+        self._outputs_sent += outputs
+        if self._outputs_sent >= limit:
+            log.warning("fault_exit", outputs=self._outputs_sent)
+            os._exit(137)

@@ -1,0 +1,129 @@
+"""Payload models, mirroring ``schemas/ctxbus.payloads.*.avsc`` field for field.
+
+Bounds live here (Avro has none): a decoded event that breaks them is poison.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+#: Longest prompt or task description accepted in a request, in characters.
+MAX_PROMPT_CHARS = 100_000
+#: Seed 002's bound on an injected context (50 KB).
+MAX_CONTEXT_BYTES = 50_000
+#: Seed 002's bound on the retrieval time carried in an injection event.
+MAX_RETRIEVAL_MS = 10_000
+#: Seed 002's bound on the number of patterns in one injection.
+MAX_PATTERN_COUNT = 100
+
+
+class Trigger(StrEnum):
+    USER_PROMPT = "user_prompt"
+    SESSION_START = "session_start"
+    GAP = "gap"
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    HELPER = "helper"
+
+
+class TaskType(StrEnum):
+    FEATURE = "feature"
+    BUGFIX = "bugfix"
+    REFACTOR = "refactor"
+    REVIEW = "review"
+    EXPLORE = "explore"
+    GENERAL = "general"
+
+
+class ContextSource(StrEnum):
+    """Where injected context came from (seed 002)."""
+
+    PERSISTENCE_FILE = "persistence_file"
+    SESSION_AGGREGATOR = "session_aggregator"
+    RAG_QUERY = "rag_query"
+    FALLBACK_STATIC = "fallback_static"
+    NONE = "none"
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RetrievalRequested(_Payload):
+    agent_name: str = Field(min_length=1, max_length=200)
+    agent_role: str = Field(default="implementer", min_length=1, max_length=100)
+    domain: str | None = Field(default=None, max_length=200)
+    task_type: TaskType | None = None
+    prompt: str = Field(max_length=MAX_PROMPT_CHARS)
+    mentioned_files: tuple[str, ...] = Field(default=(), max_length=200)
+    max_tokens: int = Field(default=2_000, ge=1, le=100_000)
+    max_chars: int = Field(default=10_000, ge=1, le=MAX_CONTEXT_BYTES)
+    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_items: int = Field(default=10, ge=1, le=MAX_PATTERN_COUNT)
+    trigger: Trigger
+    injection_target: str = Field(default="additional_context", min_length=1, max_length=200)
+
+
+class RankedItem(_Payload):
+    id: str = Field(min_length=1)
+    project: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    title: str = ""
+    content: str
+    source: str = ""
+    domains: tuple[str, ...] = ()
+    confidence: float = Field(ge=0.0, le=1.0)
+    success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    usage_count: int = Field(default=0, ge=0)
+    example_reference: str | None = None
+    score: float
+    breakdown: dict[str, float] = Field(default_factory=dict)
+
+
+class RetrievalCompleted(_Payload):
+    request: RetrievalRequested
+    items: tuple[RankedItem, ...] = Field(max_length=MAX_PATTERN_COUNT)
+    candidates_considered: int = Field(default=0, ge=0)
+    retrieval_duration_ms: float = Field(ge=0.0)
+    embedding_model: str
+    empty_reason: str | None = None
+
+
+class ContextInjected(_Payload):
+    # seed 002's ModelHookContextInjectedPayload, with its bounds
+    context_source: ContextSource
+    pattern_count: int = Field(ge=0, le=MAX_PATTERN_COUNT)
+    context_size_bytes: int = Field(ge=0, le=MAX_CONTEXT_BYTES)
+    agent_domain: str | None = None
+    min_confidence_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    retrieval_duration_ms: int = Field(ge=0, le=MAX_RETRIEVAL_MS)
+    # ctxbus's additions
+    agent_name: str = Field(min_length=1)
+    agent_role: str = "implementer"
+    trigger: Trigger
+    context: str
+    context_chars: int = Field(ge=0)
+    token_estimate: int = Field(ge=0)
+    item_ids: tuple[str, ...] = ()
+    injection_target: str = "additional_context"
+    truncated: bool = False
+    empty_reason: str | None = None
+    assembly_duration_ms: float = Field(default=0.0, ge=0.0)
+    request_emitted_at: AwareDatetime | None = None
+
+
+class DeadLetter(_Payload):
+    """Why a message was dead-lettered (not an envelope event: it rides in a header)."""
+
+    original_topic: str
+    original_partition: int
+    original_offset: int
+    original_timestamp_ms: int | None = None
+    consumer_group: str
+    error_class: str
+    error_message: str
+    attempts: int = Field(default=1, ge=1)
+    failed_at: datetime

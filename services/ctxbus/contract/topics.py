@@ -1,0 +1,36 @@
+"""Versioned topic names, under a configurable prefix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Every topic ctxbus reads or writes, for one prefix (default ``ctxbus``)."""
+
+    prefix: str = "ctxbus"
+
+    @property
+    def retrieval_requested(self) -> str:
+        return f"{self.prefix}.context.retrieval.requested.v1"
+
+    @property
+    def retrieval_completed(self) -> str:
+        return f"{self.prefix}.context.retrieval.completed.v1"
+
+    @property
+    def context_injected(self) -> str:
+        return f"{self.prefix}.context.injected.v1"
+
+    @property
+    def dead_letter(self) -> str:
+        return f"{self.prefix}.deadletter.v1"
+
+    def all(self) -> tuple[str, ...]:
+        return (
+            self.retrieval_requested,
+            self.retrieval_completed,
+            self.context_injected,
+            self.dead_letter,
+        )

@@ -1,0 +1,117 @@
+"""structlog JSON logging and the Prometheus metrics every service exports."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TextIO
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+#: Latency buckets in seconds: 1 ms .. 10 s.
+LATENCY_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+SIZE_BUCKETS = (0, 100, 500, 1_000, 2_000, 4_000, 6_000, 8_000, 10_000, 20_000, 50_000)
+
+
+def configure_logging(level: str = "INFO", fmt: str = "json", stream: TextIO | None = None) -> None:
+    """JSON lines (or console) on stderr; bound contextvars (event ids) land in every line."""
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+class Metrics:
+    """One registry per process; every series is labelled by service."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.consumed = Counter(
+            "ctxbus_events_consumed_total",
+            "Events consumed, by service, topic and outcome (processed, duplicate, dead_lettered)",
+            ["service", "topic", "outcome"],
+            registry=r,
+        )
+        self.produced = Counter(
+            "ctxbus_events_produced_total",
+            "Events produced, by service and topic",
+            ["service", "topic"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "ctxbus_dead_letters_total",
+            "Messages sent to the dead-letter topic, by service, source topic and reason",
+            ["service", "topic", "reason"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "ctxbus_handler_retries_total", "Retried handler attempts, by service", ["service"], registry=r
+        )
+        self.processing = Histogram(
+            "ctxbus_processing_seconds",
+            "Time to handle one event and have its outputs acknowledged, by service",
+            ["service"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.stage = Histogram(
+            "ctxbus_stage_seconds",
+            "Time spent in one stage of the pipeline (embed, search, rank, assemble)",
+            ["service", "stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.end_to_end = Histogram(
+            "ctxbus_end_to_end_seconds",
+            "From the request's emitted_at to the injected event's emitted_at",
+            ["trigger"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.injection_chars = Histogram(
+            "ctxbus_injection_chars",
+            "Size of injected contexts in characters",
+            buckets=SIZE_BUCKETS,
+            registry=r,
+        )
+        self.injections = Counter(
+            "ctxbus_injections_total",
+            "Injections recorded, by project, trigger and whether they were empty",
+            ["trigger", "empty"],
+            registry=r,
+        )
+
+    def serve(self, host: str, port: int) -> int:
+        """Serve ``/metrics`` over HTTP; returns the bound port (``port=0`` picks one)."""
+        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        return int(server.server_port)
