@@ -85,6 +85,7 @@ class RankedItem(_Payload):
 
 class RetrievalCompleted(_Payload):
     request: RetrievalRequested
+    request_emitted_at: AwareDatetime
     items: tuple[RankedItem, ...] = Field(max_length=MAX_PATTERN_COUNT)
     candidates_considered: int = Field(default=0, ge=0)
     retrieval_duration_ms: float = Field(ge=0.0)

@@ -43,7 +43,9 @@ def completed_event(request_event: Envelope[RetrievalRequested]) -> Envelope[Ret
         breakdown={"similarity": 0.8, "total": 0.77},
     )
     payload = RetrievalCompleted(
-        request=request_event.payload, items=(item,), retrieval_duration_ms=3.5, embedding_model="m"
+        request=request_event.payload,
+        request_emitted_at=request_event.emitted_at,
+        items=(item,), retrieval_duration_ms=3.5, embedding_model="m"
     )
     return request_event.caused(payload, producer="retriever")
 

@@ -1,0 +1,68 @@
+"""Real parts for integration tests: the embedded broker (one per test worker), real topics,
+the real embedder and a real Qdrant Edge store, and the services running in the test's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxbus.adapters.broker_embedded import EmbeddedBroker
+from ctxbus.adapters.kafka.admin import ensure_topics
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.contract.topics import Topics
+from ctxbus.observability import Metrics
+from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker() as b:
+        yield b
+
+
+@pytest.fixture
+def settings(broker: EmbeddedBroker, tmp_path: Path) -> Settings:
+    """Settings isolated per test: own data dir, own topic prefix, the worker's broker."""
+    return Settings(
+        data_dir=tmp_path / "data",
+        topic_prefix=f"t{uuid.uuid4().hex[:10]}",
+        kafka=KafkaSettings(
+            bootstrap_servers=broker.bootstrap_servers,
+            enable_idempotence=False,
+            fetch_max_wait_ms=5,
+            topic_partitions=3,
+        ),
+        service=ServiceSettings(max_retries=2, retry_backoff_ms=10, metrics_port=0),
+    )
+
+
+@pytest.fixture
+def kafka(settings: Settings) -> KafkaClientConfig:
+    return KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=True)
+
+
+@pytest.fixture
+async def topics(settings: Settings, kafka: KafkaClientConfig) -> Topics:
+    topics = Topics(settings.topic_prefix)
+    await ensure_topics(kafka, topics.all(), partitions=3, replication=1)
+    return topics
+
+
+@contextlib.asynccontextmanager
+async def running(coro_factory: object, stop: asyncio.Event) -> AsyncIterator[asyncio.Task[None]]:
+    task: asyncio.Task[None] = asyncio.ensure_future(coro_factory)  # type: ignore[arg-type]
+    try:
+        yield task
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics()

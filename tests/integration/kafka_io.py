@@ -1,0 +1,78 @@
+"""Small helpers for tests: publish raw bytes, read a whole topic, read a group's committed offsets."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+
+
+async def send_raw(
+    config: KafkaClientConfig, topic: str, value: bytes | None, key: bytes = b"k", partition: int | None = None
+) -> tuple[int, int]:
+    producer = AIOKafkaProducer(**config.producer("test"))
+    await producer.start()
+    try:
+        meta = await producer.send_and_wait(topic, value=value, key=key, partition=partition)
+        return int(meta.partition), int(meta.offset)
+    finally:
+        await producer.stop()
+
+
+async def read_all(
+    config: KafkaClientConfig, topic: str, *, expect: int, timeout_s: float = 15.0
+) -> list[ConsumerRecord[bytes, bytes]]:
+    """Every record of ``topic`` once at least ``expect`` are there (then a short settle for extras)."""
+    consumer = AIOKafkaConsumer(**config.consumer("test-reader", None))
+    await consumer.start()
+    records: list[ConsumerRecord[bytes, bytes]] = []
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        settle_until: float | None = None
+        while True:
+            now = asyncio.get_running_loop().time()
+            if now > deadline or (settle_until is not None and now > settle_until):
+                break
+            batch = await consumer.getmany(timeout_ms=100)
+            for recs in batch.values():
+                records.extend(recs)
+            if settle_until is None and len(records) >= expect:
+                settle_until = now + 0.5
+    finally:
+        await consumer.stop()
+    return records
+
+
+async def committed(config: KafkaClientConfig, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offset per partition (partitions with none are left out)."""
+    consumer = AIOKafkaConsumer(**config.consumer("test-committed", group))
+    await consumer.start()
+    try:
+        await consumer.topics()
+        result = {}
+        for p in sorted(consumer.partitions_for_topic(topic) or ()):
+            offset = await consumer.committed(TopicPartition(topic, p))
+            if offset is not None:
+                result[p] = offset
+        return result
+    finally:
+        await consumer.stop()
+
+
+async def end_offsets(config: KafkaClientConfig, topic: str) -> dict[int, int]:
+    consumer = AIOKafkaConsumer(**config.consumer("test-ends", None))
+    await consumer.start()
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        ends = await consumer.end_offsets(tps)
+        return {tp.partition: off for tp, off in ends.items() if off > 0}
+    finally:
+        await consumer.stop()

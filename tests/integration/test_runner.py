@@ -1,0 +1,270 @@
+"""The shared consumer loop on a real broker: dead letters, retries, dedupe, restarts, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Sequence
+
+import fastavro
+import pytest
+
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.ledger import recent_causes
+from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.runner import ConsumerRunner, Output, PoisonEvent, RetriableError
+from ctxbus.contract.envelope import AnyEnvelope, Envelope, EventType
+from ctxbus.contract.payloads import RetrievalCompleted, RetrievalRequested, Trigger
+from ctxbus.contract.registry import default_registry
+from ctxbus.contract.serde import (
+    HEADER_DEAD_LETTER,
+    EventDeserializer,
+    EventSerializer,
+    decode_dead_letter,
+    frame,
+    header_value,
+    to_record,
+)
+from ctxbus.contract.topics import Topics
+from ctxbus.observability import Metrics
+from ctxbus.settings import Settings
+
+from .kafka_io import committed, end_offsets, read_all, send_raw
+
+pytestmark = pytest.mark.integration
+
+
+def a_request(prompt: str = "fix the login bug", session: str = "s1") -> Envelope[RetrievalRequested]:
+    payload = RetrievalRequested(agent_name="test", prompt=prompt, trigger=Trigger.USER_PROMPT)
+    return Envelope.root(payload, project="p", session_id=session, producer="test")
+
+
+class EchoHandler:
+    """Answers each request with an empty completion; optional scripted failures."""
+
+    def __init__(self, topics: Topics, failures: Sequence[Exception] = (), delay_s: float = 0.0) -> None:
+        self.topics = topics
+        self.failures = list(failures)
+        self.calls = 0
+        self.delay_s = delay_s
+
+    async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        self.calls += 1
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.failures:
+            raise self.failures.pop(0)
+        assert isinstance(event.payload, RetrievalRequested)
+        completed = RetrievalCompleted(
+            request=event.payload,
+            request_emitted_at=event.emitted_at,
+            items=(),
+            retrieval_duration_ms=0.0,
+            embedding_model="none",
+        )
+        return [Output(self.topics.retrieval_completed, event.caused(completed, producer="echo"))]
+
+
+def make_runner(
+    settings: Settings,
+    kafka: KafkaClientConfig,
+    topics: Topics,
+    handler: EchoHandler,
+    publisher: EventPublisher,
+    metrics: Metrics,
+) -> ConsumerRunner:
+    return ConsumerRunner(
+        name="echo",
+        config=kafka,
+        topic=topics.retrieval_requested,
+        group_id=f"{settings.topic_prefix}.echo",
+        handler=handler,
+        publisher=publisher,
+        dead_letter_topic=topics.dead_letter,
+        expect_event_type=EventType.RETRIEVAL_REQUESTED,
+        settings=settings.service,
+        metrics=metrics,
+        output_topics=(topics.retrieval_completed,),
+    )
+
+
+async def run_until_caught_up(runner: ConsumerRunner, kafka: KafkaClientConfig, group: str, topic: str) -> None:
+    """Run until the group's committed offsets reach the end of the input topic, then stop."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    try:
+        async with asyncio.timeout(30):
+            while await committed(kafka, group, topic) != await end_offsets(kafka, topic):
+                assert not task.done(), "the runner stopped by itself"
+                await asyncio.sleep(0.2)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+def GROUP(settings: Settings) -> str:
+    return f"{settings.topic_prefix}.echo"
+
+
+def invalid_request_bytes() -> bytes:
+    """Well-framed Avro that breaks the payload's bounds (max_items = 0)."""
+    record = to_record(a_request())
+    record["payload"]["max_items"] = 0
+    entry = default_registry().current(EventType.RETRIEVAL_REQUESTED)
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, entry.schema, record)
+    return frame(entry.schema_id, buf.getvalue())
+
+
+async def test_poison_goes_to_the_dead_letter_topic_and_the_service_moves_on(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    poison = {
+        b"garbage bytes": "EventDecodeError",
+        b"\x00\x00\x00\x03\xe7" + b"x" * 20: "UnknownSchemaId",
+        invalid_request_bytes(): "InvalidEvent",
+    }
+    for value in poison:
+        await send_raw(kafka, topics.retrieval_requested, value, partition=0)
+    good = a_request()
+    async with EventPublisher(kafka, "t") as pub:
+        await pub.publish(topics.retrieval_requested, good)
+        handler = EchoHandler(topics)
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+
+    dead = await read_all(kafka, topics.dead_letter, expect=3)
+    assert len(dead) == 3
+    by_value = {rec.value: rec for rec in dead}
+    assert set(by_value) == set(poison)
+    for value, error_class in poison.items():
+        rec = by_value[value]
+        headers = list(rec.headers)
+        assert header_value(headers, "ctxbus-dlq-original-topic") == topics.retrieval_requested
+        assert header_value(headers, "ctxbus-dlq-original-partition") == "0"
+        assert header_value(headers, "ctxbus-dlq-error-class") == error_class
+        assert header_value(headers, "ctxbus-dlq-error-message")
+        structured = decode_dead_letter(dict(headers)[HEADER_DEAD_LETTER])
+        assert structured.error_class == error_class
+        assert structured.consumer_group == f"{settings.topic_prefix}.echo"
+    offsets = sorted(int(header_value(list(r.headers), "ctxbus-dlq-original-offset") or -1) for r in dead)
+    assert offsets == [0, 1, 2]
+
+    out = await read_all(kafka, topics.retrieval_completed, expect=1)
+    assert [EventDeserializer()(r.value).causation_id for r in out] == [good.event_id]
+    assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
+        kafka, topics.retrieval_requested
+    )
+    assert metrics.dead_letters.labels("echo", topics.retrieval_requested, "undecodable")._value.get() == 1
+
+
+async def test_retriable_failures_are_retried_then_succeed(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    async with EventPublisher(kafka, "t") as pub:
+        await pub.publish(topics.retrieval_requested, a_request())
+        handler = EchoHandler(topics, failures=[RetriableError("blip"), TimeoutError("slow")])
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+    assert handler.calls == 3
+    assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
+    assert await read_all(kafka, topics.dead_letter, expect=0, timeout_s=1) == []
+
+
+async def test_exhausted_retries_and_rejections_are_dead_lettered(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    failures: list[Exception] = [RetriableError("down")] * (settings.service.max_retries + 1)
+    failures.append(PoisonEvent("cannot serve this agent"))
+    async with EventPublisher(kafka, "t") as pub:
+        first, second = a_request("one"), a_request("two")
+        await pub.publish(topics.retrieval_requested, first)
+        await pub.publish(topics.retrieval_requested, second)
+        handler = EchoHandler(topics, failures=failures)
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+    dead = await read_all(kafka, topics.dead_letter, expect=2)
+    messages = sorted(header_value(list(r.headers), "ctxbus-dlq-error-message") or "" for r in dead)
+    assert messages[0].startswith("rejected: cannot serve")
+    assert messages[1].startswith("retries_exhausted: down")
+    assert {decode_dead_letter(dict(r.headers)[HEADER_DEAD_LETTER]).attempts for r in dead} == {
+        1,
+        settings.service.max_retries + 1,
+    }
+
+
+async def test_a_redelivered_event_is_answered_once(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    event = a_request()
+    data = EventSerializer()(event)
+    for _ in range(3):
+        await send_raw(kafka, topics.retrieval_requested, data, key=str(event.entity_id).encode())
+    async with EventPublisher(kafka, "t") as pub:
+        handler = EchoHandler(topics)
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+    assert handler.calls == 1
+    assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
+    assert metrics.consumed.labels("echo", topics.retrieval_requested, "duplicate")._value.get() == 2
+
+
+async def test_outputs_already_on_the_topic_are_not_produced_again_after_a_restart(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    """As after a crash between produce and commit: the output exists, the input is uncommitted."""
+    event = a_request()
+    handler = EchoHandler(topics)
+    async with EventPublisher(kafka, "t") as pub:
+        (output,) = await handler(event)
+        await pub.publish(output.topic, output.event)
+        await pub.publish(topics.retrieval_requested, event)
+        assert await recent_causes(kafka, [topics.retrieval_completed], 100) == [str(event.event_id)]
+        handler.calls = 0
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+    assert handler.calls == 0
+    assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
+    assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
+        kafka, topics.retrieval_requested
+    )
+
+
+async def test_stop_finishes_the_event_in_flight_and_commits_it(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    async with EventPublisher(kafka, "t") as pub:
+        handler = EchoHandler(topics, delay_s=1.5)
+        runner = make_runner(settings, kafka, topics, handler, pub, metrics)
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        await asyncio.wait_for(runner.ready.wait(), 15)
+        await pub.publish(topics.retrieval_requested, a_request())
+        while handler.calls == 0:
+            await asyncio.sleep(0.01)
+        stop.set()  # while the handler sleeps
+        await asyncio.wait_for(task, 30)
+    assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
+    assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
+        kafka, topics.retrieval_requested
+    )
