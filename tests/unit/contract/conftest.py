@@ -45,7 +45,9 @@ def completed_event(request_event: Envelope[RetrievalRequested]) -> Envelope[Ret
     payload = RetrievalCompleted(
         request=request_event.payload,
         request_emitted_at=request_event.emitted_at,
-        items=(item,), retrieval_duration_ms=3.5, embedding_model="m"
+        items=(item,),
+        retrieval_duration_ms=3.5,
+        embedding_model="m",
     )
     return request_event.caused(payload, producer="retriever")
 

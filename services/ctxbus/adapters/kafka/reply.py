@@ -53,4 +53,4 @@ class InjectionWaiter:
                         except EventDecodeError:
                             continue
                         if isinstance(event.payload, ContextInjected):
-                            return event  # type: ignore[return-value]
+                            return event

@@ -1,0 +1,1 @@
+"""Embedding adapters: text -> unit vectors, from files shipped in installed packages only."""

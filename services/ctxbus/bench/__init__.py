@@ -1,0 +1,1 @@
+"""Shipped benchmarks (``ctxbus bench ...``): they print figures; tests never assert speed."""

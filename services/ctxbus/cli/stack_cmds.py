@@ -1,0 +1,153 @@
+"""``ctxbus up``, ``ctxbus run SERVICE`` and ``ctxbus topics create``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
+from ctxbus.adapters.kafka.admin import ensure_topics
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.cli.errors import CliError
+from ctxbus.contract.topics import Topics
+from ctxbus.observability import Metrics, configure_logging
+from ctxbus.ports import StoreBusy, StoreModelMismatch
+from ctxbus.runtime import NoBroker, RuntimeInfo, kafka_config, read_runtime
+from ctxbus.settings import Settings
+from ctxbus.wiring import SERVICES, run_services
+
+log = structlog.get_logger("ctxbus.cli")
+
+#: metrics port offset of each service when run alone
+METRICS_OFFSET = {name: i for i, name in enumerate(SERVICES)}
+
+
+def register(sub: Any) -> None:
+    up = sub.add_parser("up", help="start the whole pipeline (embedded broker unless a cluster is configured)")
+    up.add_argument("--no-services", action="store_true", help="start only the broker and the topics")
+    up.set_defaults(handler=cmd_up)
+    run = sub.add_parser("run", help="run one service against the configured or running broker")
+    run.add_argument("service", choices=SERVICES)
+    run.set_defaults(handler=cmd_run)
+    topics = sub.add_parser("topics", help="topic administration")
+    tsub = topics.add_subparsers(dest="topics_command", required=True)
+    create = tsub.add_parser("create", help="create the ctxbus topics that do not exist yet")
+    create.set_defaults(handler=cmd_topics_create)
+
+
+def _install_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def _create_topics(settings: Settings, config: KafkaClientConfig) -> list[str]:
+    return await ensure_topics(
+        config,
+        Topics(settings.topic_prefix).all(),
+        partitions=settings.kafka.topic_partitions,
+        replication=settings.kafka.topic_replication,
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_format)
+    running = read_runtime(settings)
+    if running is not None:
+        raise CliError(f"a ctxbus stack already runs (pid {running.pid}, broker {running.bootstrap_servers})", 1)
+    broker: EmbeddedBroker | None = None
+    if settings.kafka.embedded:
+        try:
+            broker = EmbeddedBroker(settings.kafka.embedded_port, log_file=settings.data_dir / "broker.log").start()
+        except BrokerStartError as exc:
+            raise CliError(f"cannot start the embedded broker: {exc}", 1) from exc
+        config = KafkaClientConfig(settings.kafka, broker.bootstrap_servers, embedded=True)
+    else:
+        config = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=False)
+    try:
+        return asyncio.run(_up(settings, config, services=() if args.no_services else SERVICES))
+    except (StoreBusy, StoreModelMismatch) as exc:
+        raise CliError(str(exc), 1) from exc
+    finally:
+        settings.runtime_file.unlink(missing_ok=True)
+        if broker is not None:
+            broker.stop()
+
+
+async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str, ...]) -> int:
+    stop = asyncio.Event()
+    _install_signals(stop)
+    created = await _create_topics(settings, config)
+    metrics = Metrics()
+    port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
+    RuntimeInfo(
+        pid=os.getpid(),
+        bootstrap_servers=config.bootstrap_servers,
+        embedded=config.embedded,
+        metrics_port=port,
+        topic_prefix=settings.topic_prefix,
+        started_at=datetime.now(UTC).isoformat(),
+    ).write(settings.runtime_file)
+    log.info(
+        "stack_up",
+        bootstrap_servers=config.bootstrap_servers,
+        embedded=config.embedded,
+        topics_created=created,
+        metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
+        services=list(services),
+        data_dir=str(settings.data_dir),
+    )
+    print(
+        f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, services {', '.join(services) or 'none'}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if services:
+        await run_services(services, settings, config, metrics, stop)
+    else:
+        await stop.wait()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_format)
+    try:
+        config = kafka_config(settings)
+    except NoBroker as exc:
+        raise CliError(str(exc), 1) from exc
+    try:
+        return asyncio.run(_run_one(args.service, settings, config))
+    except (StoreBusy, StoreModelMismatch) as exc:
+        raise CliError(str(exc), 1) from exc
+
+
+async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
+    stop = asyncio.Event()
+    _install_signals(stop)
+    metrics = Metrics()
+    base = settings.service.metrics_port
+    port = metrics.serve(settings.service.metrics_host, base + METRICS_OFFSET[name] if base else 0)
+    log.info("service_metrics", service=name, port=port)
+    await run_services((name,), settings, config, metrics, stop)
+    return 0
+
+
+def cmd_topics_create(args: argparse.Namespace) -> int:
+    settings = Settings()
+    try:
+        config = kafka_config(settings)
+    except NoBroker as exc:
+        raise CliError(str(exc), 1) from exc
+    created = asyncio.run(_create_topics(settings, config))
+    for topic in Topics(settings.topic_prefix).all():
+        print(f"{topic}\t{'created' if topic in created else 'exists'}")
+    return 0

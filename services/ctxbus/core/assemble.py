@@ -1,0 +1,145 @@
+"""The markdown context handed to an agent, built from ranked items within a budget.
+
+Sections by kind (patterns in seed 002's format first), items in rank order
+inside each. Both budgets hold: never more than ``max_chars`` characters nor
+``max_tokens`` tokens (by the counter given). Whole items only: one that does
+not fit is skipped and a smaller one after it may still fit; only when not even
+the best item fits is its text cut at a word boundary, with a visible marker,
+so there is never an empty injection when there was something to say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ctxbus.core.ranking import RankedHit
+from ctxbus.core.tokens import estimate_tokens
+from ctxbus.memory.model import MemoryItem, MemoryKind
+
+TokenCounter = Callable[[str], int]
+
+TRUNCATION_MARKER = " …(truncated)"
+#: smallest useful piece of a truncated item's text, in characters
+MIN_TRUNCATED_CHARS = 20
+
+SECTION_TITLES: dict[MemoryKind, str] = {
+    MemoryKind.PATTERN: "## Learned Patterns (Auto-Injected)",
+    MemoryKind.WARNING: "## Warnings",
+    MemoryKind.PRINCIPLE: "## Principles",
+    MemoryKind.LEARNING: "## Learnings From Past Sessions",
+    MemoryKind.DECISION: "## Decisions",
+    MemoryKind.CONVENTION: "## Conventions",
+    MemoryKind.CODE_REF: "## Code References",
+    MemoryKind.TEST_REF: "## Test References",
+    MemoryKind.ATTEMPT: "## Past Attempts",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    text: str
+    item_ids: tuple[str, ...]
+    chars: int
+    tokens: int
+    skipped: tuple[tuple[str, str], ...] = ()
+    truncated: bool = False
+    empty_reason: str | None = None
+
+
+def pattern_block(item: MemoryItem) -> list[str]:
+    """Seed 002's markdown for one learned pattern."""
+    lines = [f"### {item.title or item.id}"]
+    if item.domains:
+        lines.append(f"- **Domain**: {item.domains[0]}")
+    lines.append(f"- **Confidence**: {item.confidence:.0%}")
+    if item.success_rate is not None:
+        lines.append(f"- **Success Rate**: {item.success_rate:.0%}")
+    lines.append(f"- {item.content}")
+    if item.example_reference:
+        lines.append(f"- **Reference**: {item.example_reference}")
+    return lines
+
+
+def generic_block(item: MemoryItem) -> list[str]:
+    head = f"### {item.title}" if item.title else f"### {item.id}"
+    lines = [head, f"- {item.content}"]
+    if item.outcome is not None:
+        lines.append(f"- **Outcome**: {item.outcome.value}")
+    if item.example_reference:
+        lines.append(f"- **Reference**: {item.example_reference}")
+    return lines
+
+
+def item_block(item: MemoryItem) -> list[str]:
+    return pattern_block(item) if item.kind is MemoryKind.PATTERN else generic_block(item)
+
+
+def render(items: Sequence[MemoryItem]) -> str:
+    """Markdown for ``items``: one section per kind, in the order of SECTION_TITLES."""
+    out: list[str] = []
+    for kind, title in SECTION_TITLES.items():
+        members = [i for i in items if i.kind is kind]
+        if not members:
+            continue
+        out.extend([title, ""])
+        for item in members:
+            out.extend(item_block(item))
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n" if out else ""
+
+
+def _fits(text: str, max_chars: int, max_tokens: int, count: TokenCounter) -> bool:
+    return len(text) <= max_chars and count(text) <= max_tokens
+
+
+def _cut_to_fit(item: MemoryItem, max_chars: int, max_tokens: int, count: TokenCounter) -> MemoryItem | None:
+    """The item with its content cut at a word boundary so that it fits, or None if nothing useful fits."""
+    words = item.content.split()
+    lo, hi, best = 1, len(words), None
+    while lo <= hi:  # the longest prefix of whole words that fits
+        mid = (lo + hi) // 2
+        candidate = item.model_copy(update={"content": " ".join(words[:mid]) + TRUNCATION_MARKER})
+        if _fits(render([candidate]), max_chars, max_tokens, count):
+            best, lo = candidate, mid + 1
+        else:
+            hi = mid - 1
+    if best is None or len(best.content) - len(TRUNCATION_MARKER) < MIN_TRUNCATED_CHARS:
+        return None
+    return best
+
+
+def assemble(
+    ranked: Sequence[RankedHit],
+    *,
+    max_chars: int = 10_000,
+    max_tokens: int = 2_000,
+    count_tokens: TokenCounter = estimate_tokens,
+) -> Assembly:
+    if max_chars <= 0 or max_tokens <= 0:
+        raise ValueError("max_chars and max_tokens must be positive")
+    if not ranked:
+        return Assembly("", (), 0, 0, empty_reason="no_items")
+    chosen: list[MemoryItem] = []
+    skipped: list[tuple[str, str]] = []
+    for hit in ranked:
+        if _fits(render([*chosen, hit.item]), max_chars, max_tokens, count_tokens):
+            chosen.append(hit.item)
+        else:
+            skipped.append((hit.item.id, "over_budget"))
+    truncated = False
+    if not chosen:
+        first = _cut_to_fit(ranked[0].item, max_chars, max_tokens, count_tokens)
+        if first is not None:
+            chosen, truncated = [first], True
+            skipped = [s for s in skipped if s[0] != first.id]
+    text = render(chosen)
+    return Assembly(
+        text=text,
+        item_ids=tuple(i.id for i in chosen),
+        chars=len(text),
+        tokens=count_tokens(text),
+        skipped=tuple(skipped),
+        truncated=truncated,
+        empty_reason=None if chosen else "budget_too_small",
+    )

@@ -1,0 +1,142 @@
+"""The one place that connects settings, adapters and handlers into running services.
+
+``ctxbus run X`` runs one service; ``ctxbus up`` runs all three in one process
+(they share the embedder, the store and one metrics endpoint).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+
+from ctxbus.adapters.injection_record import InjectionRecord
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
+from ctxbus.contract.envelope import EventType
+from ctxbus.contract.topics import Topics
+from ctxbus.injector.handler import InjectorHandler
+from ctxbus.observability import Metrics
+from ctxbus.ports import Embedder, VectorStore
+from ctxbus.recorder.handler import RecorderHandler
+from ctxbus.retriever.handler import RetrieverHandler
+from ctxbus.settings import Settings
+
+log = structlog.get_logger("ctxbus.wiring")
+
+SERVICES = ("retriever", "injector", "recorder")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def open_embedder(settings: Settings) -> Embedder:
+    from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415  (heavy import)
+
+    return OnnxMiniLmEmbedder(settings.embedder)
+
+
+def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    """The configured Qdrant server, else the embedded Qdrant Edge shard (owned by this process)."""
+    if settings.qdrant.url:
+        from ctxbus.adapters.store_qdrant_server import QdrantServerStore  # noqa: PLC0415
+
+        return QdrantServerStore.connect(settings.qdrant, model_id=embedder.model_id, dim=embedder.dim)
+    from ctxbus.adapters.store_edge import EdgeVectorStore  # noqa: PLC0415
+
+    return EdgeVectorStore(settings.store_dir, model_id=embedder.model_id, dim=embedder.dim)
+
+
+@dataclass
+class Resources:
+    """What the services of one process share; closed together."""
+
+    settings: Settings
+    metrics: Metrics
+    embedder: Embedder | None = None
+    store: VectorStore | None = None
+    record: InjectionRecord | None = None
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        if self.record is not None:
+            self.record.close()
+
+
+def build_handler(name: str, res: Resources, topics: Topics) -> tuple[Handler, str, str, tuple[str, ...]]:
+    """(handler, input topic, expected event type, output topics) of a service."""
+    s = res.settings
+    if name == "retriever":
+        if res.embedder is None:
+            res.embedder = open_embedder(s)
+        if res.store is None:
+            res.store = open_store(s, res.embedder)
+        handler: Handler = RetrieverHandler(
+            res.embedder, res.store, topics, res.metrics, min_score=s.injection.min_score, clock=utc_now
+        )
+        return handler, topics.retrieval_requested, EventType.RETRIEVAL_REQUESTED, (topics.retrieval_completed,)
+    if name == "injector":
+        handler = InjectorHandler(topics, res.metrics, s.injection, clock=utc_now)
+        return handler, topics.retrieval_completed, EventType.RETRIEVAL_COMPLETED, (topics.context_injected,)
+    if name == "recorder":
+        if res.record is None:
+            res.record = InjectionRecord(s.record_db)
+        return RecorderHandler(res.record, res.metrics), topics.context_injected, EventType.CONTEXT_INJECTED, ()
+    raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
+
+
+@contextlib.asynccontextmanager
+async def publisher_for(config: KafkaClientConfig, client_id: str) -> AsyncIterator[EventPublisher]:
+    publisher = EventPublisher(config, client_id)
+    await publisher.start()
+    try:
+        yield publisher
+    finally:
+        await publisher.stop()
+
+
+async def run_services(
+    names: tuple[str, ...],
+    settings: Settings,
+    config: KafkaClientConfig,
+    metrics: Metrics,
+    stop: asyncio.Event,
+    resources: Resources | None = None,
+) -> None:
+    """Run the named services until ``stop`` is set; each is its own consumer group.
+
+    ``resources`` lets a caller share an already loaded embedder or opened store;
+    whatever is passed in or opened here is closed when the services stop.
+    """
+    topics = Topics(settings.topic_prefix)
+    res = resources or Resources(settings=settings, metrics=metrics)
+    try:
+        async with publisher_for(config, "+".join(names)) as publisher:
+            runners = []
+            for name in names:
+                handler, topic, expect, outputs = build_handler(name, res, topics)
+                runners.append(
+                    ConsumerRunner(
+                        name=name,
+                        config=config,
+                        topic=topic,
+                        group_id=f"{settings.topic_prefix}.{name}",
+                        handler=handler,
+                        publisher=publisher,
+                        dead_letter_topic=topics.dead_letter,
+                        expect_event_type=expect,
+                        settings=settings.service,
+                        metrics=metrics,
+                        output_topics=outputs,
+                    )
+                )
+            await asyncio.gather(*(r.run(stop) for r in runners))
+    finally:
+        res.close()

@@ -1,0 +1,146 @@
+"""The whole pipeline on a real broker and a real Qdrant Edge store with real embeddings."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.reply import InjectionWaiter
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import ContextSource, RetrievalCompleted, RetrievalRequested, Trigger
+from ctxbus.contract.serde import EventDeserializer
+from ctxbus.contract.topics import Topics
+from ctxbus.memory.ingest import ingest
+from ctxbus.memory.pattern_file import parse_pattern_file
+from ctxbus.observability import Metrics
+from ctxbus.ports import Embedder
+from ctxbus.settings import Settings
+from ctxbus.wiring import SERVICES, Resources, open_embedder, open_store, run_services
+
+from .kafka_io import read_all
+
+pytestmark = pytest.mark.integration
+
+ACME_PATTERNS = """{
+  "version": "1.0.0",
+  "last_updated": "2026-01-26T12:00:00Z",
+  "patterns": [
+    {"pattern_id": "reset-invalidates-sessions", "domain": "auth", "title": "Password reset invalidates sessions",
+     "description": "After a password reset, revoke every refresh token and clear the session cache before login.",
+     "confidence": 0.92, "usage_count": 15, "success_rate": 0.87, "example_reference": "src/auth/reset.py:45"},
+    {"pattern_id": "login-rate-limit", "domain": "auth", "title": "Login rate limiting",
+     "description": "Rate limit login attempts per account and per IP; return 429 with Retry-After.",
+     "confidence": 0.85, "usage_count": 9, "success_rate": 0.9},
+    {"pattern_id": "migrations-online", "domain": "database", "title": "Online migrations",
+     "description": "Add columns nullable first, backfill in batches, then add the constraint.",
+     "confidence": 0.8, "usage_count": 4, "success_rate": 0.75}
+  ]
+}"""
+
+OTHER_PATTERNS = """{
+  "version": "1.0.0",
+  "patterns": [
+    {"pattern_id": "other-login", "domain": "auth", "title": "OTHER PROJECT login secret",
+     "description": "After a password reset in the other project, login must use the legacy SSO bridge.",
+     "confidence": 0.99, "usage_count": 50, "success_rate": 1.0}
+  ]
+}"""
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[Embedder]:
+    yield open_embedder(Settings())
+
+
+@pytest.fixture
+async def pipeline(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder, tmp_path: Path
+) -> AsyncIterator[Resources]:
+    (tmp_path / "acme.json").write_text(ACME_PATTERNS)
+    (tmp_path / "other.json").write_text(OTHER_PATTERNS)
+    store = open_store(settings, embedder)
+    ingest(parse_pattern_file(tmp_path / "acme.json", project="acme/web").items, embedder, store)
+    ingest(parse_pattern_file(tmp_path / "other.json", project="other/app").items, embedder, store)
+    metrics = Metrics()
+    res = Resources(settings=settings, metrics=metrics, embedder=embedder, store=store)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_services(SERVICES, settings, kafka, metrics, stop, res))
+    try:
+        yield res
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+def request(prompt: str, project: str, **kw: object) -> Envelope[RetrievalRequested]:
+    payload = RetrievalRequested(agent_name="claude-code", prompt=prompt, trigger=Trigger.USER_PROMPT, **kw)  # type: ignore[arg-type]
+    return Envelope.root(payload, project=project, session_id="sess-42", producer="test")
+
+
+async def ask(kafka: KafkaClientConfig, topics: Topics, event: Envelope[RetrievalRequested]) -> Envelope:  # type: ignore[type-arg]
+    waiter = InjectionWaiter(kafka, topics.context_injected)
+    await waiter.start()
+    try:
+        async with EventPublisher(kafka, "test") as pub:
+            await pub.publish(topics.retrieval_requested, event)
+        return await waiter.wait(event.correlation_id, 60)
+    finally:
+        await waiter.stop()
+
+
+async def test_request_to_injection_with_the_causation_chain_and_project_isolation(
+    pipeline: Resources, kafka: KafkaClientConfig, topics: Topics, settings: Settings
+) -> None:
+    req = request("Fix login after password reset", "acme/web", max_items=5)
+    injected = await ask(kafka, topics, req)
+
+    completed_records = await read_all(kafka, topics.retrieval_completed, expect=1)
+    (completed,) = [EventDeserializer()(r.value) for r in completed_records]
+    assert isinstance(completed.payload, RetrievalCompleted)
+    # one correlation id along the chain; causation requested -> completed -> injected
+    assert req.correlation_id == completed.correlation_id == injected.correlation_id
+    assert completed.causation_id == req.event_id
+    assert injected.causation_id == completed.event_id
+    assert injected.entity_id == completed.entity_id == req.entity_id
+    assert injected.session_id == "sess-42" and injected.project == "acme/web"
+
+    p = injected.payload
+    assert p.context_source == ContextSource.RAG_QUERY
+    assert p.item_ids and p.item_ids[0] == "reset-invalidates-sessions"
+    assert "Password reset invalidates sessions" in p.context
+    # only this project's memories, ever
+    assert "OTHER PROJECT" not in p.context and "other-login" not in p.item_ids
+    assert all(item.project == "acme/web" for item in completed.payload.items)
+    # bounds
+    assert p.context_chars == len(p.context) <= 10_000
+    assert p.context_size_bytes == len(p.context.encode())
+    assert p.pattern_count == len(p.item_ids) <= 5
+    assert 0 <= p.retrieval_duration_ms <= 10_000
+    assert p.request_emitted_at == req.emitted_at
+
+    # the recorder keeps a queryable record of it
+    assert pipeline.record is not None
+    async with asyncio.timeout(15):
+        while not (rows := pipeline.record.recent(correlation_id=str(req.correlation_id))):
+            await asyncio.sleep(0.05)
+    assert rows[0].item_ids == list(p.item_ids)
+    assert rows[0].end_to_end_ms is not None and rows[0].end_to_end_ms >= 0
+
+
+async def test_a_project_without_memories_gets_an_empty_injection_with_a_reason(
+    pipeline: Resources, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    injected = await ask(kafka, topics, request("Fix login after password reset", "empty/project"))
+    assert injected.payload.context == ""
+    assert injected.payload.context_source == ContextSource.NONE
+    assert injected.payload.empty_reason == "no_memories_in_project"
+
+
+async def test_the_character_budget_is_respected(pipeline: Resources, kafka: KafkaClientConfig, topics: Topics) -> None:
+    injected = await ask(kafka, topics, request("password reset login", "acme/web", max_chars=300))
+    assert 0 < injected.payload.context_chars <= 300
