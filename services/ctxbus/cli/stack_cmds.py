@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -40,6 +41,16 @@ def register(sub: Any) -> None:
     tsub = topics.add_subparsers(dest="topics_command", required=True)
     create = tsub.add_parser("create", help="create the ctxbus topics that do not exist yet")
     create.set_defaults(handler=cmd_topics_create)
+    bench = sub.add_parser("bench", help="shipped benchmarks; they print figures")
+    bsub = bench.add_subparsers(dest="bench_command")
+    pipe = bsub.add_parser("pipeline", help="the whole stack under a steady request rate (the default)")
+    for parser in (bench, pipe):
+        parser.add_argument("--memories", type=int, default=1_000)
+        parser.add_argument("--rate", type=float, default=20.0, help="requests per second")
+        parser.add_argument("--duration", type=float, default=30.0, help="seconds of load")
+        parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    bench.set_defaults(handler=cmd_bench)
+    pipe.set_defaults(handler=cmd_bench)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -151,3 +162,16 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ctxbus.bench import pipeline  # noqa: PLC0415
+
+    if args.memories < 1 or args.rate <= 0 or args.duration <= 0:
+        raise CliError("--memories, --rate and --duration must be positive")
+    result = pipeline.run(args.memories, args.rate, args.duration)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        pipeline.print_report(result)
+    return 0 if result["lost"] == 0 else 1
