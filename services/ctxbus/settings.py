@@ -103,6 +103,8 @@ class InjectionSettings(BaseSettings):
     max_tokens: int = Field(default=2_000, ge=50, le=20_000)
     max_items: int = Field(default=10, ge=1, le=100)
     min_score: float = Field(default=0.2, ge=-1.0, le=1.0)
+    #: cosine below which a memory is not about the request at all, whatever its other merits
+    min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0)
 
 
 class Settings(BaseSettings):

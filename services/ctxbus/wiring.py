@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -79,7 +79,13 @@ def build_handler(name: str, res: Resources, topics: Topics) -> tuple[Handler, s
         if res.store is None:
             res.store = open_store(s, res.embedder)
         handler: Handler = RetrieverHandler(
-            res.embedder, res.store, topics, res.metrics, min_score=s.injection.min_score, clock=utc_now
+            res.embedder,
+            res.store,
+            topics,
+            res.metrics,
+            min_score=s.injection.min_score,
+            min_similarity=s.injection.min_similarity,
+            clock=utc_now,
         )
         return handler, topics.retrieval_requested, EventType.RETRIEVAL_REQUESTED, (topics.retrieval_completed,)
     if name == "injector":
@@ -90,6 +96,13 @@ def build_handler(name: str, res: Resources, topics: Topics) -> tuple[Handler, s
             res.record = InjectionRecord(s.record_db)
         return RecorderHandler(res.record, res.metrics), topics.context_injected, EventType.CONTEXT_INJECTED, ()
     raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
+
+
+async def _when_ready(runners: list[ConsumerRunner], on_ready: Callable[[], None] | None) -> None:
+    await asyncio.gather(*(r.ready.wait() for r in runners))
+    log.info("services_ready", services=[r.name for r in runners])
+    if on_ready is not None:
+        on_ready()
 
 
 @contextlib.asynccontextmanager
@@ -109,11 +122,13 @@ async def run_services(
     metrics: Metrics,
     stop: asyncio.Event,
     resources: Resources | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Run the named services until ``stop`` is set; each is its own consumer group.
 
     ``resources`` lets a caller share an already loaded embedder or opened store;
     whatever is passed in or opened here is closed when the services stop.
+    ``on_ready`` is called once every service has joined its group and got its partitions.
     """
     topics = Topics(settings.topic_prefix)
     res = resources or Resources(settings=settings, metrics=metrics)
@@ -137,6 +152,10 @@ async def run_services(
                         output_topics=outputs,
                     )
                 )
-            await asyncio.gather(*(r.run(stop) for r in runners))
+            waiter = asyncio.create_task(_when_ready(runners, on_ready))
+            try:
+                await asyncio.gather(*(r.run(stop) for r in runners))
+            finally:
+                waiter.cancel()
     finally:
         res.close()

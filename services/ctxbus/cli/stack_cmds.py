@@ -99,31 +99,36 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
     created = await _create_topics(settings, config)
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
-    RuntimeInfo(
-        pid=os.getpid(),
-        bootstrap_servers=config.bootstrap_servers,
-        embedded=config.embedded,
-        metrics_port=port,
-        topic_prefix=settings.topic_prefix,
-        started_at=datetime.now(UTC).isoformat(),
-    ).write(settings.runtime_file)
-    log.info(
-        "stack_up",
-        bootstrap_servers=config.bootstrap_servers,
-        embedded=config.embedded,
-        topics_created=created,
-        metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
-        services=list(services),
-        data_dir=str(settings.data_dir),
-    )
-    print(
-        f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, services {', '.join(services) or 'none'}",
-        file=sys.stderr,
-        flush=True,
-    )
+
+    def announce() -> None:
+        """The runtime file is the readiness signal: written once every service can answer."""
+        RuntimeInfo(
+            pid=os.getpid(),
+            bootstrap_servers=config.bootstrap_servers,
+            embedded=config.embedded,
+            metrics_port=port,
+            topic_prefix=settings.topic_prefix,
+            started_at=datetime.now(UTC).isoformat(),
+        ).write(settings.runtime_file)
+        log.info(
+            "stack_up",
+            bootstrap_servers=config.bootstrap_servers,
+            embedded=config.embedded,
+            topics_created=created,
+            metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
+            services=list(services),
+            data_dir=str(settings.data_dir),
+        )
+        print(
+            f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, services {', '.join(services) or 'none'}",
+            file=sys.stderr,
+            flush=True,
+        )
+
     if services:
-        await run_services(services, settings, config, metrics, stop)
+        await run_services(services, settings, config, metrics, stop, on_ready=announce)
     else:
+        announce()
         await stop.wait()
     return 0
 

@@ -88,12 +88,18 @@ def rank(
     now: datetime,
     weights: RankingWeights | None = None,
     min_score: float = 0.0,
+    min_similarity: float = -1.0,
     max_items: int = 10,
 ) -> list[RankedHit]:
-    """Best first; ties broken by item id; below ``min_score`` dropped; at most ``max_items``."""
+    """Best first; ties broken by item id; at most ``max_items``.
+
+    Dropped: hits whose similarity is below ``min_similarity`` (not about the request,
+    however trusted or recent) and items whose score is below ``min_score``.
+    """
     if max_items < 0:
         raise ValueError("max_items must not be negative")
-    scored = [score_hit(h, domain=domain, now=now, weights=weights or RankingWeights()) for h in hits]
+    relevant = [h for h in hits if h.score >= min_similarity]
+    scored = [score_hit(h, domain=domain, now=now, weights=weights or RankingWeights()) for h in relevant]
     kept = [r for r in scored if r.score >= min_score]
     kept.sort(key=lambda r: (-r.score, r.item.project, r.item.id))
     return kept[:max_items]

@@ -63,6 +63,7 @@ class RetrieverHandler:
         *,
         weights: RankingWeights | None = None,
         min_score: float = 0.0,
+        min_similarity: float = -1.0,
         clock: Callable[[], datetime],
     ) -> None:
         self._embedder = embedder
@@ -71,6 +72,7 @@ class RetrieverHandler:
         self._metrics = metrics
         self._weights = weights or RankingWeights()
         self._min_score = min_score
+        self._min_similarity = min_similarity
         self._clock = clock
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
@@ -96,11 +98,12 @@ class RetrieverHandler:
                 now=self._clock(),
                 weights=self._weights,
                 min_score=self._min_score,
+                min_similarity=self._min_similarity,
                 max_items=request.max_items,
             )
             items = tuple(to_payload_item(h) for h in ranked)
             if not items:
-                empty_reason = "no_memories_in_project" if not candidates else "below_min_score"
+                empty_reason = "no_memories_in_project" if not candidates else "nothing_relevant_enough"
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         completed = RetrievalCompleted(
             request=request,

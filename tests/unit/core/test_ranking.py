@@ -81,3 +81,12 @@ def test_recency_halves_every_half_life_and_never_exceeds_one() -> None:
     assert recency(item("a", age_days=90), NOW, 90) == pytest.approx(0.5)
     assert recency(item("a", age_days=180), NOW, 90) == pytest.approx(0.25)
     assert recency(item("a", age_days=-5), NOW, 90) == 1.0
+
+
+def test_hits_below_the_similarity_floor_are_dropped_however_trusted() -> None:
+    trusted_but_unrelated = SearchHit(item("hook", domains=("auth",), confidence=1.0), 0.01)
+    related = SearchHit(item("reset", confidence=0.3), 0.5)
+    assert [r.item.id for r in rank([trusted_but_unrelated, related], domain="auth", now=NOW)] == ["hook", "reset"]
+    assert [r.item.id for r in rank([trusted_but_unrelated, related], domain="auth", now=NOW, min_similarity=0.2)] == [
+        "reset"
+    ]

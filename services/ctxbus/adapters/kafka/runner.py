@@ -66,6 +66,7 @@ class _Revoke(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         log.info("partitions_assigned", service=self._runner.name, partitions=[str(tp) for tp in assigned])
+        self._runner.ready.set()
 
 
 class ConsumerRunner:
@@ -101,6 +102,7 @@ class ConsumerRunner:
         self._answered = AnsweredLedger()
         self._outputs_sent = 0
         self._consumer: AIOKafkaConsumer | None = None
+        #: set once the group has given this member its partitions (it can answer from then on)
         self.ready = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -112,7 +114,6 @@ class ConsumerRunner:
         consumer.subscribe([self._topic], listener=_Revoke(self))
         await consumer.start()
         self._consumer = consumer
-        self.ready.set()
         log.info("service_started", service=self.name, topic=self._topic, group=self._group)
         try:
             while not stop.is_set():

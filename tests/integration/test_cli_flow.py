@@ -1,0 +1,128 @@
+"""README's flow, as a user runs it: separate `ctxbus` processes on the embedded default."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PATTERNS = {
+    "version": "1.0.0",
+    "patterns": [
+        {
+            "pattern_id": "reset-revokes",
+            "domain": "auth",
+            "title": "Password reset revokes sessions",
+            "description": "After a password reset, revoke refresh tokens and clear the session cache before login.",
+            "confidence": 0.92,
+            "usage_count": 15,
+            "success_rate": 0.87,
+        },
+        {
+            "pattern_id": "hook-exit",
+            "domain": "hooks",
+            "title": "Hook Graceful Exit Pattern",
+            "description": "Always exit 0 from hook scripts, even on errors.",
+            "confidence": 0.95,
+        },
+    ],
+}
+
+
+def ctxbus(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxbus.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("CTXBUS_")}
+    e.update(CTXBUS_DATA_DIR=str(tmp_path / "data"), CTXBUS_SERVICE_METRICS_PORT="0")
+    return e
+
+
+@pytest.fixture
+def stack(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, object]]]:
+    (tmp_path / "patterns.json").write_text(json.dumps(PATTERNS))
+    imported = ctxbus(env, "memory", "import", str(tmp_path / "patterns.json"), "--project", "acme/web")
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout.splitlines()[-1]) == {"imported": 2, "rejected": 0, "project": "acme/web"}
+    log = (tmp_path / "up.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "ctxbus.cli.main", "up"], env=env, stdout=log, stderr=log)
+    runtime = Path(env["CTXBUS_DATA_DIR"]) / "runtime.json"
+    deadline = time.monotonic() + 60
+    while not runtime.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "up.log").read_text()
+        time.sleep(0.1)
+    try:
+        yield proc, json.loads(runtime.read_text())
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+
+
+def test_readme_flow(stack: tuple[subprocess.Popen[bytes], dict[str, object]], env: dict[str, str]) -> None:
+    proc, runtime = stack
+    asked = ctxbus(env, "request", "--project", "acme/web", "--session", "s-1", "Fix login after password reset")
+    assert asked.returncode == 0, asked.stderr
+    assert "### Password reset revokes sessions" in asked.stdout
+    assert "Hook Graceful Exit" not in asked.stdout  # unrelated: below the similarity floor
+    assert "end to end" in asked.stderr and "correlation" in asked.stderr
+
+    empty = ctxbus(env, "request", "--project", "nobody", "--json", "anything at all")
+    assert empty.returncode == 0
+    assert json.loads(empty.stdout)["payload"]["empty_reason"] == "no_memories_in_project"
+
+    tailed = ctxbus(env, "tail", "--from-beginning", "--max-events", "2", "--json", timeout=30)
+    events = [json.loads(line) for line in tailed.stdout.splitlines()]
+    assert sorted(e["project"] for e in events) == ["acme/web", "nobody"]
+
+    deadline = time.monotonic() + 15
+    while True:
+        rows = [json.loads(x) for x in ctxbus(env, "injections", "--project", "acme/web").stdout.splitlines()]
+        if rows or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert rows[0]["item_ids"] == ["reset-revokes"] and rows[0]["session_id"] == "s-1"
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{runtime['metrics_port']}/metrics", timeout=5) as resp:
+        metrics = resp.read().decode()
+    for service in ("retriever", "injector", "recorder"):
+        assert f'outcome="processed",service="{service}"' in metrics
+    assert "ctxbus_end_to_end_seconds_count" in metrics and "ctxbus_processing_seconds_bucket" in metrics
+
+    busy = ctxbus(env, "memory", "import", "/dev/null", "--project", "acme/web")
+    assert busy.returncode != 0 and "Traceback" not in busy.stderr
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert not (Path(env["CTXBUS_DATA_DIR"]) / "runtime.json").exists()
+
+
+def test_clear_errors_without_a_stack_and_for_bad_input(env: dict[str, str], tmp_path: Path) -> None:
+    no_stack = ctxbus(env, "request", "--project", "p", "hello")
+    assert no_stack.returncode == 1 and "ctxbus up" in no_stack.stderr and "Traceback" not in no_stack.stderr
+    bad = ctxbus(env, "request", "--project", "p", "--max-items", "0", "hello")
+    assert bad.returncode == 2 and "max_items" in bad.stderr
+    missing = ctxbus(env, "memory", "import", str(tmp_path / "nope.json"), "--project", "p")
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    (tmp_path / "bad.json").write_text("{not json")
+    broken = ctxbus(env, "memory", "import", str(tmp_path / "bad.json"), "--project", "p")
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr
