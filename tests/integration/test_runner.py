@@ -268,3 +268,44 @@ async def test_stop_finishes_the_event_in_flight_and_commits_it(
     assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
         kafka, topics.retrieval_requested
     )
+
+
+async def test_a_rebalance_between_two_members_answers_everything_exactly_once(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    """Member A runs alone, B joins (partitions move), A leaves (they move back): no loss, no duplicate."""
+    group = GROUP(settings)
+    sent: list[str] = []
+    async with EventPublisher(kafka, "t") as pub:
+
+        async def send(n: int, tag: str) -> None:
+            for i in range(n):
+                event = a_request(f"{tag} {i}", session=f"{tag}-{i % 7}")
+                sent.append(str(event.event_id))
+                await pub.publish(topics.retrieval_requested, event)
+
+        a = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
+        b = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
+        stop_a, stop_b = asyncio.Event(), asyncio.Event()
+        task_a = asyncio.create_task(a.run(stop_a))
+        await asyncio.wait_for(a.ready.wait(), 30)
+        await send(20, "first")
+        task_b = asyncio.create_task(b.run(stop_b))
+        await send(20, "during-join")
+        await asyncio.wait_for(b.ready.wait(), 30)
+        await send(20, "shared")
+        stop_a.set()
+        await asyncio.wait_for(task_a, 30)
+        await send(20, "after-leave")
+        try:
+            async with asyncio.timeout(60):
+                while await committed(kafka, group, topics.retrieval_requested) != await end_offsets(
+                    kafka, topics.retrieval_requested
+                ):
+                    await asyncio.sleep(0.2)
+        finally:
+            stop_b.set()
+            await asyncio.wait_for(task_b, 30)
+    outputs = await read_all(kafka, topics.retrieval_completed, expect=len(sent))
+    causes = [str(EventDeserializer()(r.value).causation_id) for r in outputs]
+    assert sorted(causes) == sorted(sent)  # every input answered, none twice

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -115,4 +116,9 @@ async def test_sigterm_stops_cleanly_with_everything_committed(
     log = (tmp_path / "svc.log").read_text()
     assert code == 0, log
     assert '"service_stopped"' in log
+    # JSON log lines carry the ids of the event they are about
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    injected = [line for line in lines if line.get("event") == "injected"]
+    assert len(injected) == 5
+    assert all({"event_id", "correlation_id", "causation_id"} <= line.keys() for line in injected)
     assert len(await read_all(kafka, topics.context_injected, expect=5)) == 5

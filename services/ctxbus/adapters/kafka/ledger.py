@@ -44,6 +44,7 @@ async def recent_causes(config: KafkaClientConfig, topics: Iterable[str], window
     await consumer.start()
     causes: list[str] = []
     try:
+        await consumer.topics()  # metadata, so the partition lists are known
         partitions = [
             TopicPartition(topic, p) for topic in topics for p in (consumer.partitions_for_topic(topic) or ())
         ]

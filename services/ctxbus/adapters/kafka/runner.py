@@ -65,6 +65,9 @@ class _Revoke(ConsumerRebalanceListener):  # type: ignore[misc]
             log.info("partitions_revoked", service=self._runner.name, partitions=[str(tp) for tp in revoked])
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        # partitions may come from a member that died between produce and commit: before the next
+        # batch, the loop learns what was already answered
+        self._runner.ledger_stale = True
         log.info("partitions_assigned", service=self._runner.name, partitions=[str(tp) for tp in assigned])
         self._runner.ready.set()
 
@@ -100,16 +103,21 @@ class ConsumerRunner:
         self._output_topics = tuple(output_topics)
         self._deserialize = deserializer or EventDeserializer()
         self._answered = AnsweredLedger()
+        self.ledger_stale = True
         self._outputs_sent = 0
         self._consumer: AIOKafkaConsumer | None = None
         #: set once the group has given this member its partitions (it can answer from then on)
         self.ready = asyncio.Event()
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def refresh_ledger(self) -> None:
+        """Add the causes on the tail of the output topics to the answered ledger."""
+        self.ledger_stale = False
         if self._output_topics:
             causes = await recent_causes(self._config, self._output_topics, LEDGER_WINDOW)
             self._answered.extend(causes)
-            log.info("ledger_rebuilt", service=self.name, answered=len(self._answered))
+            log.info("ledger_refreshed", service=self.name, answered=len(self._answered))
+
+    async def run(self, stop: asyncio.Event) -> None:
         consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group))
         consumer.subscribe([self._topic], listener=_Revoke(self))
         await consumer.start()
@@ -128,6 +136,8 @@ class ConsumerRunner:
                 batch = fetch.result()
                 if batch:
                     async with self.busy:
+                        if self.ledger_stale:
+                            await self.refresh_ledger()
                         await self._process_batch(consumer, batch)
         finally:
             async with self.busy:

@@ -1,0 +1,67 @@
+"""Client arguments from settings: security protocols, idempotence and fetch wait per broker kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxbus.adapters.kafka.config import CLUSTER_FETCH_MAX_WAIT_MS, EMBEDDED_FETCH_MAX_WAIT_MS, KafkaClientConfig
+from ctxbus.settings import KafkaSettings, SaslMechanism, SecurityProtocol
+
+
+def test_plaintext_cluster_defaults() -> None:
+    cfg = KafkaClientConfig(KafkaSettings(bootstrap_servers="k:9092"), "k:9092", embedded=False)
+    producer = cfg.producer("retriever")
+    assert producer["enable_idempotence"] is True and producer["acks"] == "all"
+    assert producer["client_id"] == "ctxbus-retriever" and producer["security_protocol"] == "PLAINTEXT"
+    consumer = cfg.consumer("retriever", "ctxbus.retriever")
+    assert consumer["enable_auto_commit"] is False
+    assert consumer["fetch_max_wait_ms"] == CLUSTER_FETCH_MAX_WAIT_MS
+    assert consumer["isolation_level"] == "read_committed"
+
+
+def test_embedded_broker_turns_idempotence_off_and_polls_fast() -> None:
+    cfg = KafkaClientConfig(KafkaSettings(), "127.0.0.1:1", embedded=True)
+    assert cfg.producer("x")["enable_idempotence"] is False
+    assert cfg.consumer("x", "g")["fetch_max_wait_ms"] == EMBEDDED_FETCH_MAX_WAIT_MS
+
+
+def test_explicit_settings_win() -> None:
+    s = KafkaSettings(bootstrap_servers="k:1", enable_idempotence=False, fetch_max_wait_ms=250, client_id_prefix="acme")
+    cfg = KafkaClientConfig(s, "k:1", embedded=False)
+    assert cfg.producer("r")["enable_idempotence"] is False and cfg.producer("r")["client_id"] == "acme-r"
+    assert cfg.consumer("r", None)["fetch_max_wait_ms"] == 250
+
+
+def test_sasl_ssl_with_scram(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXBUS_KAFKA_BOOTSTRAP_SERVERS", "broker:9093")
+    monkeypatch.setenv("CTXBUS_KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("CTXBUS_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("CTXBUS_KAFKA_SASL_USERNAME", "ctxbus")
+    monkeypatch.setenv("CTXBUS_KAFKA_SASL_PASSWORD", "s3cret")
+    s = KafkaSettings()
+    assert s.security_protocol is SecurityProtocol.SASL_SSL and s.sasl_mechanism is SaslMechanism.SCRAM_SHA_512
+    assert "s3cret" not in repr(s)
+    args = KafkaClientConfig(s, s.bootstrap_servers, embedded=False).common("retriever")
+    assert args["security_protocol"] == "SASL_SSL"
+    assert args["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert (args["sasl_plain_username"], args["sasl_plain_password"]) == ("ctxbus", "s3cret")
+    assert args["ssl_context"] is not None
+
+
+def test_sasl_without_credentials_is_a_clear_error() -> None:
+    s = KafkaSettings(bootstrap_servers="b:1", security_protocol=SecurityProtocol.SASL_SSL)
+    with pytest.raises(ValueError, match="CTXBUS_KAFKA_SASL_USERNAME"):
+        KafkaClientConfig(s, "b:1", embedded=False).common("x")
+
+
+def test_ssl_with_a_missing_ca_file_fails_loudly(tmp_path: Path) -> None:
+    s = KafkaSettings(bootstrap_servers="b:1", security_protocol=SecurityProtocol.SSL, ssl_cafile=tmp_path / "no.pem")
+    with pytest.raises(OSError):
+        KafkaClientConfig(s, "b:1", embedded=False).common("x")
+
+
+def test_no_bootstrap_servers_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="ctxbus up"):
+        KafkaClientConfig(KafkaSettings(), "", embedded=True)
