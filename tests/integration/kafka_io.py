@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
@@ -76,3 +77,18 @@ async def end_offsets(config: KafkaClientConfig, topic: str) -> dict[int, int]:
         return {tp.partition: off for tp, off in ends.items() if off > 0}
     finally:
         await consumer.stop()
+
+
+async def caught_up(config: KafkaClientConfig, group: str, topic: str) -> bool:
+    """Whether the group has committed everything on ``topic``."""
+    return await committed(config, group, topic) == await end_offsets(config, topic)
+
+
+async def wait_caught_up(
+    config: KafkaClientConfig, group: str, topic: str, alive: Callable[[], bool] = lambda: True, timeout_s: float = 60
+) -> None:
+    """Until the group has committed everything on ``topic``; fails if ``alive`` turns false first."""
+    async with asyncio.timeout(timeout_s):
+        while not await caught_up(config, group, topic):
+            assert alive(), "the consumer stopped before catching up"
+            await asyncio.sleep(0.2)

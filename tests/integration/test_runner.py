@@ -29,7 +29,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
 from ctxbus.settings import Settings
 
-from .kafka_io import committed, end_offsets, read_all, send_raw
+from .kafka_io import caught_up, read_all, send_raw, wait_caught_up
 
 pytestmark = pytest.mark.integration
 
@@ -93,10 +93,7 @@ async def run_until_caught_up(runner: ConsumerRunner, kafka: KafkaClientConfig, 
     stop = asyncio.Event()
     task = asyncio.create_task(runner.run(stop))
     try:
-        async with asyncio.timeout(30):
-            while await committed(kafka, group, topic) != await end_offsets(kafka, topic):
-                assert not task.done(), "the runner stopped by itself"
-                await asyncio.sleep(0.2)
+        await wait_caught_up(kafka, group, topic, alive=lambda: not task.done())
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
@@ -156,9 +153,7 @@ async def test_poison_goes_to_the_dead_letter_topic_and_the_service_moves_on(
 
     out = await read_all(kafka, topics.retrieval_completed, expect=1)
     assert [EventDeserializer()(r.value).causation_id for r in out] == [good.event_id]
-    assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
-        kafka, topics.retrieval_requested
-    )
+    assert await caught_up(kafka, GROUP(settings), topics.retrieval_requested)
     assert metrics.dead_letters.labels("echo", topics.retrieval_requested, "undecodable")._value.get() == 1
 
 
@@ -245,9 +240,7 @@ async def test_outputs_already_on_the_topic_are_not_produced_again_after_a_resta
         )
     assert handler.calls == 0
     assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
-    assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
-        kafka, topics.retrieval_requested
-    )
+    assert await caught_up(kafka, GROUP(settings), topics.retrieval_requested)
 
 
 async def test_stop_finishes_the_event_in_flight_and_commits_it(
@@ -265,9 +258,7 @@ async def test_stop_finishes_the_event_in_flight_and_commits_it(
         stop.set()  # while the handler sleeps
         await asyncio.wait_for(task, 30)
     assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
-    assert await committed(kafka, f"{settings.topic_prefix}.echo", topics.retrieval_requested) == await end_offsets(
-        kafka, topics.retrieval_requested
-    )
+    assert await caught_up(kafka, GROUP(settings), topics.retrieval_requested)
 
 
 async def test_a_rebalance_between_two_members_answers_everything_exactly_once(
@@ -298,11 +289,7 @@ async def test_a_rebalance_between_two_members_answers_everything_exactly_once(
         await asyncio.wait_for(task_a, 30)
         await send(20, "after-leave")
         try:
-            async with asyncio.timeout(60):
-                while await committed(kafka, group, topics.retrieval_requested) != await end_offsets(
-                    kafka, topics.retrieval_requested
-                ):
-                    await asyncio.sleep(0.2)
+            await wait_caught_up(kafka, group, topics.retrieval_requested)
         finally:
             stop_b.set()
             await asyncio.wait_for(task_b, 30)

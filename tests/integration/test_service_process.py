@@ -20,7 +20,7 @@ from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.settings import Settings
 
-from .kafka_io import committed, end_offsets, read_all
+from .kafka_io import committed, read_all, wait_caught_up
 
 pytestmark = pytest.mark.integration
 
@@ -65,13 +65,6 @@ def completed_event(prompt: str) -> Envelope[RetrievalCompleted]:
     return root.caused(payload, producer="test")
 
 
-async def wait_caught_up(kafka: KafkaClientConfig, group: str, topic: str, proc: subprocess.Popen[bytes]) -> None:
-    async with asyncio.timeout(60):
-        while await committed(kafka, group, topic) != await end_offsets(kafka, topic):
-            assert proc.poll() is None, f"service exited with {proc.returncode}"
-            await asyncio.sleep(0.2)
-
-
 async def test_a_crash_after_producing_loses_nothing_and_duplicates_nothing(
     settings: Settings, kafka: KafkaClientConfig, topics: Topics, tmp_path: Path
 ) -> None:
@@ -91,7 +84,7 @@ async def test_a_crash_after_producing_loses_nothing_and_duplicates_nothing(
     try:
         async with EventPublisher(kafka, "t") as pub:
             await pub.publish(topics.retrieval_completed, second)
-        await wait_caught_up(kafka, group, topics.retrieval_completed, restarted)
+        await wait_caught_up(kafka, group, topics.retrieval_completed, alive=lambda: restarted.poll() is None)
     finally:
         restarted.send_signal(signal.SIGTERM)
         await asyncio.to_thread(restarted.wait, 30)
@@ -109,7 +102,7 @@ async def test_sigterm_stops_cleanly_with_everything_committed(
         async with EventPublisher(kafka, "t") as pub:
             for i in range(5):
                 await pub.publish(topics.retrieval_completed, completed_event(f"prompt {i}"))
-        await wait_caught_up(kafka, group, topics.retrieval_completed, proc)
+        await wait_caught_up(kafka, group, topics.retrieval_completed, alive=lambda: proc.poll() is None)
     finally:
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(proc.wait, 30)

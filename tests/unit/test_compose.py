@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
 from ctxbus.cli.main import build_parser
@@ -275,7 +276,10 @@ def test_each_service_environment_is_valid_settings(service: str, monkeypatch: p
             monkeypatch.delenv(key)
     for key, value in env(service).items():
         monkeypatch.setenv(key, value)
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        pytest.fail(f"{service}: its environment is not valid ctxbus settings: {exc}")
     assert not settings.kafka.embedded
     assert settings.qdrant.url
     assert settings.data_dir == Path("/data")

@@ -15,36 +15,17 @@ from ctxbus.contract.payloads import (
     MAX_RETRIEVAL_MS,
     ContextInjected,
     ContextSource,
-    RankedItem,
     RetrievalCompleted,
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.assemble import assemble
-from ctxbus.core.ranking import RankedHit
-from ctxbus.memory.model import MemoryItem, MemoryKind
+from ctxbus.core.ranked_items import to_ranked_hit
 from ctxbus.observability import Metrics
 from ctxbus.settings import InjectionSettings
 
 log = structlog.get_logger("ctxbus.injector")
 
 SERVICE = "injector"
-
-
-def to_ranked_hit(item: RankedItem) -> RankedHit:
-    memory = MemoryItem(
-        id=item.id,
-        project=item.project,
-        kind=MemoryKind(item.kind),
-        title=item.title,
-        content=item.content,
-        source=item.source,
-        domains=item.domains,
-        confidence=item.confidence,
-        success_rate=item.success_rate,
-        usage_count=item.usage_count,
-        example_reference=item.example_reference,
-    )
-    return RankedHit(item=memory, score=item.score, breakdown=dict(item.breakdown))
 
 
 class InjectorHandler:

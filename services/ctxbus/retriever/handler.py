@@ -13,7 +13,8 @@ from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested
 from ctxbus.contract.topics import Topics
-from ctxbus.core.ranking import RankedHit, RankingWeights, rank
+from ctxbus.core.ranked_items import to_payload_item
+from ctxbus.core.ranking import RankingWeights, rank
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchQuery, VectorStore
 
@@ -32,25 +33,6 @@ def query_text(request: RetrievalRequested) -> str:
     if request.mentioned_files:
         parts.append("files: " + ", ".join(request.mentioned_files[:10]))
     return "\n".join(p for p in parts if p)
-
-
-def to_payload_item(hit: RankedHit) -> RankedItem:
-    item = hit.item
-    return RankedItem(
-        id=item.id,
-        project=item.project,
-        kind=item.kind.value,
-        title=item.title,
-        content=item.content,
-        source=item.source,
-        domains=item.domains,
-        confidence=item.confidence,
-        success_rate=item.success_rate,
-        usage_count=item.usage_count,
-        example_reference=item.example_reference,
-        score=hit.score,
-        breakdown=dict(hit.breakdown),
-    )
 
 
 class RetrieverHandler:
