@@ -1,117 +1,252 @@
-"""The ``VectorStore`` port on Qdrant Edge: the Qdrant engine in process, under the data directory.
+"""The ``VectorStore`` port on Qdrant Edge: the Qdrant engine in process, on disk under one directory.
 
-One process owns a shard at a time (its WAL is locked): a second opener gets
-:class:`StoreBusy`. The embedding model id and dimension are kept in
-``ctxbus-store.json`` beside the shard; a store built with another model is refused.
+Layout of the directory given to :class:`EdgeVectorStore`::
+
+    ctxbus-store.json   the embedding model id and dimension the vectors come from
+    ctxbus-store.lock   held (flock) by the owning process; holds its pid
+    shard/              the Qdrant Edge shard (segments, WAL, edge_config.json)
+
+One process owns the directory at a time: a second opener gets :class:`~ctxbus.ports.StoreBusy`
+with a plain message. A store built with another model or dimension is refused with
+:class:`~ctxbus.ports.StoreModelMismatch`. ``optimize()`` (index building) is never called here:
+it is slow and belongs to maintenance, not to a request path.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import IO, Any
 
 import qdrant_edge as qe
 
-from ctxbus.adapters.store_payload import DENSE, INDEXED_KEYWORDS, check_model, item_payload, payload_item
-from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, point_id
-from ctxbus.ports import SearchHit, SearchQuery, StoreBusy, Vector
+from ctxbus.adapters.store_payload import (
+    DENSE,
+    FLOAT_INDEXES,
+    KEYWORD_INDEXES,
+    SearchScope,
+    check_dim,
+    check_model,
+    check_vectors,
+    chunks,
+    item_payload,
+    model_record,
+    payload_item,
+    search_scope,
+)
+from ctxbus.memory.model import MemoryItem, point_id
+from ctxbus.ports import SearchHit, SearchQuery, StoreBusy, StoreModelMismatch, Vector
 
 META_FILE = "ctxbus-store.json"
+LOCK_FILE = "ctxbus-store.lock"
 SHARD_DIR = "shard"
+ENGINE = "qdrant-edge"
+#: points per update operation (bounds the memory of one WAL record)
+UPSERT_CHUNK = 512
 
 
-def _filter(query: SearchQuery) -> Any:
-    projects = [query.project, GLOBAL_PROJECT] if query.include_global else [query.project]
-    must: list[Any] = [qe.FieldCondition(key="project", match=qe.MatchAny(any=projects))]
-    if query.kinds:
-        must.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=[k.value for k in query.kinds])))
-    if query.domain:
-        must.append(qe.FieldCondition(key="domains", match=qe.MatchValue(value=query.domain.strip().lower())))
-    if query.min_confidence is not None:
-        must.append(qe.FieldCondition(key="confidence", range=qe.RangeFloat(gte=query.min_confidence)))
+def _busy(path: Path, owner: str) -> StoreBusy:
+    if owner == str(os.getpid()):
+        return StoreBusy(f"the embedded store at {path} is already open in this process (pid {owner}); share that one")
+    pid = f" (pid {owner})" if owner else ""
+    return StoreBusy(
+        f"the embedded store at {path} is in use by another process{pid}; one process owns it (the running "
+        "ctxbus stack): stop that process first, or send memories through the running stack"
+    )
+
+
+def _lock(path: Path) -> IO[str]:
+    """Take the directory's lock file or raise StoreBusy; the lock lives as long as the returned file."""
+    handle = (path / LOCK_FILE).open("a+", encoding="utf-8")
+    if sys.platform != "win32":  # elsewhere the engine's own WAL lock still refuses a second owner
+        import fcntl  # noqa: PLC0415
+
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip()
+            handle.close()
+            raise _busy(path, owner) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def _scope_filter(scope: SearchScope) -> qe.Filter:
+    must: list[Any] = [qe.FieldCondition(key="project", match=qe.MatchAny(any=list(scope.projects)))]
+    if scope.kinds:
+        must.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=list(scope.kinds))))
+    if scope.domain:
+        must.append(qe.FieldCondition(key="domains", match=qe.MatchValue(value=scope.domain)))
+    if scope.min_confidence is not None:
+        must.append(qe.FieldCondition(key="confidence", range=qe.RangeFloat(gte=scope.min_confidence)))
     must_not: list[Any] = []
-    if query.exclude_kinds:
-        must_not.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=[k.value for k in query.exclude_kinds])))
+    if scope.exclude_kinds:
+        must_not.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=list(scope.exclude_kinds))))
     return qe.Filter(must=must, must_not=must_not or None)
 
 
-def _project_filter(project: str) -> Any:
-    return qe.Filter(must=[qe.FieldCondition(key="project", match=qe.MatchValue(value=project))])
-
-
 class EdgeVectorStore:
-    def __init__(self, path: Path, *, model_id: str, dim: int) -> None:
-        self._path = path
+    """Memory items and their dense vectors in a Qdrant Edge shard under ``path`` (owned by this process)."""
+
+    def __init__(self, path: Path | str, *, model_id: str, dim: int) -> None:
+        self._path = Path(path)
         self._model_id = model_id
-        meta_path = path / META_FILE
-        shard_path = path / SHARD_DIR
-        if meta_path.exists():
-            check_model(f"the store at {path}", json.loads(meta_path.read_text()), model_id, dim)
-        config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)})
+        self._dim = dim
+        self._path.mkdir(parents=True, exist_ok=True)
+        self._shard: qe.EdgeShard | None = None
+        self._lock: IO[str] | None = _lock(self._path)
         try:
-            if shard_path.exists() and any(shard_path.iterdir()):
-                self._shard = qe.EdgeShard.load(str(shard_path), None)
-            else:
-                path.mkdir(parents=True, exist_ok=True)
-                self._shard = qe.EdgeShard.create(str(shard_path), config)
-                for field in INDEXED_KEYWORDS:
-                    self._shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
-                self._shard.update(qe.UpdateOperation.create_field_index("confidence", qe.PayloadSchemaType.Float))
-        except Exception as exc:
-            text = str(exc)
-            if "WouldBlock" in text or "lock" in text.lower():
-                raise StoreBusy(
-                    f"the embedded store at {path} is in use by another process (the running stack owns it): "
-                    "stop it first, or send memories through the running stack"
-                ) from None
+            self._check_meta()
+            self._shard = self._open_shard()
+            self._ensure_indexes()
+        except BaseException:
+            self.close()
             raise
-        if not meta_path.exists():
-            meta_path.write_text(json.dumps({"model_id": model_id, "dim": dim, "engine": "qdrant-edge"}))
+
+    # -- opening ----------------------------------------------------------------------------------------------
+
+    def _check_meta(self) -> None:
+        meta = self._path / META_FILE
+        shard = self._path / SHARD_DIR
+        if meta.exists():
+            try:
+                stored = json.loads(meta.read_text(encoding="utf-8"))
+            except (ValueError, OSError) as exc:
+                raise StoreModelMismatch(f"{meta} is unreadable ({exc}); cannot tell which model built it") from exc
+            check_model(f"the store at {self._path}", stored if isinstance(stored, dict) else None, *self._model)
+            return
+        if shard.exists() and any(shard.iterdir()):
+            check_model(f"the store at {self._path}", None, *self._model)
+        # written before the shard, atomically: a shard never exists without its model record
+        tmp = meta.with_suffix(".tmp")
+        tmp.write_text(json.dumps({**model_record(*self._model), "engine": ENGINE}), encoding="utf-8")
+        tmp.replace(meta)
+
+    @property
+    def _model(self) -> tuple[str, int]:
+        return self._model_id, self._dim
+
+    def _open_shard(self) -> qe.EdgeShard:
+        shard = self._path / SHARD_DIR
+        config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)})
+        try:
+            if (shard / "edge_config.json").exists():
+                return qe.EdgeShard.load(str(shard), config)  # also checks the vector config against the segments
+            return qe.EdgeShard.create(str(shard), config)
+        except Exception as exc:  # the engine raises bare Exception with a Rust message
+            text = str(exc)
+        # translated outside the except block: the Rust error is not chained into the traceback
+        if "WouldBlock" in text:
+            raise _busy(self._path, "")
+        if "incompatible" in text.lower():
+            raise StoreModelMismatch(
+                f"the shard at {shard} does not hold {self._dim}-dimensional {DENSE!r} vectors "
+                f"although {self._path / META_FILE} says so ({text})"
+            )
+        raise RuntimeError(f"cannot open the embedded store at {self._path}: {text}")
+
+    def _ensure_indexes(self) -> None:
+        present = set(self._open.info().payload_schema)
+        for name in KEYWORD_INDEXES:
+            if name not in present:
+                self._open.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+        for name in FLOAT_INDEXES:
+            if name not in present:
+                self._open.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+
+    @property
+    def _open(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise RuntimeError(f"the embedded store at {self._path} is closed")
+        return self._shard
+
+    # -- the port ---------------------------------------------------------------------------------------------
 
     @property
     def model_id(self) -> str:
         return self._model_id
 
+    @property
+    def path(self) -> Path:
+        return self._path
+
     def upsert(self, items: Sequence[MemoryItem], vectors: Sequence[Vector]) -> None:
-        if len(items) != len(vectors):
-            raise ValueError(f"{len(items)} items but {len(vectors)} vectors")
-        if not items:
-            return
+        """Insert or replace items (same project and id: same point)."""
+        check_vectors(items, vectors, self._dim)
         points = [
-            qe.Point(id=item.point_id, vector={DENSE: list(vec)}, payload=item_payload(item))
-            for item, vec in zip(items, vectors, strict=True)
+            qe.Point(id=item.point_id, vector={DENSE: list(vector)}, payload=item_payload(item))
+            for item, vector in zip(items, vectors, strict=True)
         ]
-        self._shard.update(qe.UpdateOperation.upsert_points(points))
+        for chunk in chunks(points, UPSERT_CHUNK):
+            self._open.update(qe.UpdateOperation.upsert_points(list(chunk)))
 
     def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Nearest items in the query's scope, best (highest cosine) first."""
         if query.limit <= 0:
             return []
+        check_dim(query.vector, self._dim)
         request = qe.QueryRequest(
             limit=query.limit,
             query=qe.Query.Nearest(list(query.vector), using=DENSE),
-            filter=_filter(query),
+            filter=_scope_filter(search_scope(query)),
             with_payload=True,
+            with_vector=False,
         )
-        return [SearchHit(item=payload_item(p.payload or {}), score=float(p.score)) for p in self._shard.query(request)]
+        return [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in self._open.query(request)]
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
-        if not item_ids:
+        """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""
+        wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
+        if not wanted:
             return []
-        records = self._shard.retrieve([point_id(project, i) for i in item_ids], with_payload=True, with_vector=False)
-        return [payload_item(r.payload or {}) for r in records]
+        records = self._open.retrieve(list(wanted), with_payload=True, with_vector=False)
+        found = {str(r.id): payload_item(r.payload) for r in records}
+        return [found[p] for p in wanted if p in found]
 
     def delete(self, project: str, item_ids: Sequence[str]) -> int:
-        present = self.get(project, item_ids)
+        """Delete items of ``project``; returns how many existed."""
+        wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
+        if not wanted:
+            return 0
+        present = [str(r.id) for r in self._open.retrieve(list(wanted), with_payload=False, with_vector=False)]
         if present:
-            self._shard.update(qe.UpdateOperation.delete_points([i.point_id for i in present]))
+            self._open.update(qe.UpdateOperation.delete_points(list(present)))
         return len(present)
 
     def count(self, project: str | None = None) -> int:
-        request = qe.CountRequest(exact=True, filter=_project_filter(project) if project else None)
-        return int(self._shard.count(request))
+        """Items of ``project`` (only that scope, not global), or of every project when None."""
+        flt = None
+        if project is not None:
+            flt = qe.Filter(must=[qe.FieldCondition(key="project", match=qe.MatchValue(value=project))])
+        return int(self._open.count(qe.CountRequest(exact=True, filter=flt)))
 
     def close(self) -> None:
-        self._shard.flush()
-        self._shard.close()
+        """Flush to disk, close the shard and give up ownership. Closing twice is harmless."""
+        shard, self._shard = self._shard, None
+        try:
+            if shard is not None:
+                shard.flush()
+                shard.close()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()  # closing the file drops the flock
+
+    def __enter__(self) -> EdgeVectorStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

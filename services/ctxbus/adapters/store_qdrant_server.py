@@ -1,117 +1,190 @@
 """The ``VectorStore`` port on a Qdrant server, through ``qdrant-client``.
 
-Same point ids, payload and filters as the embedded store; the embedding model
-id and dimension live in the collection's metadata and are checked on open.
+Same point ids, payload and filters as the embedded store (:mod:`ctxbus.adapters.store_edge`);
+the embedding model id and dimension live in the collection's metadata and are checked on open.
+Tests run it against ``QdrantClient(":memory:")``, which speaks the same models as a server.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any
 
 from qdrant_client import QdrantClient, models
 
-from ctxbus.adapters.store_payload import DENSE, INDEXED_KEYWORDS, check_model, item_payload, payload_item
-from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, point_id
+from ctxbus.adapters.store_payload import (
+    DENSE,
+    FLOAT_INDEXES,
+    KEYWORD_INDEXES,
+    SearchScope,
+    check_dim,
+    check_model,
+    check_vectors,
+    chunks,
+    item_payload,
+    model_record,
+    payload_item,
+    search_scope,
+)
+from ctxbus.memory.model import MemoryItem, point_id
 from ctxbus.ports import SearchHit, SearchQuery, Vector
 from ctxbus.settings import QdrantSettings
 
+#: points per upsert request (keeps requests far below the server's 32 MB limit)
+UPSERT_CHUNK = 256
 
-def _filter(query: SearchQuery) -> models.Filter:
-    projects = [query.project, GLOBAL_PROJECT] if query.include_global else [query.project]
-    must: list[Any] = [models.FieldCondition(key="project", match=models.MatchAny(any=projects))]
-    if query.kinds:
-        must.append(models.FieldCondition(key="kind", match=models.MatchAny(any=[k.value for k in query.kinds])))
-    if query.domain:
-        must.append(models.FieldCondition(key="domains", match=models.MatchValue(value=query.domain.strip().lower())))
-    if query.min_confidence is not None:
-        must.append(models.FieldCondition(key="confidence", range=models.Range(gte=query.min_confidence)))
-    must_not: list[Any] = []
-    if query.exclude_kinds:
-        must_not.append(
-            models.FieldCondition(key="kind", match=models.MatchAny(any=[k.value for k in query.exclude_kinds]))
-        )
+
+def _scope_filter(scope: SearchScope) -> models.Filter:
+    must: list[models.Condition] = [
+        models.FieldCondition(key="project", match=models.MatchAny(any=list(scope.projects)))
+    ]
+    if scope.kinds:
+        must.append(models.FieldCondition(key="kind", match=models.MatchAny(any=list(scope.kinds))))
+    if scope.domain:
+        must.append(models.FieldCondition(key="domains", match=models.MatchValue(value=scope.domain)))
+    if scope.min_confidence is not None:
+        must.append(models.FieldCondition(key="confidence", range=models.Range(gte=scope.min_confidence)))
+    must_not: list[models.Condition] = []
+    if scope.exclude_kinds:
+        must_not.append(models.FieldCondition(key="kind", match=models.MatchAny(any=list(scope.exclude_kinds))))
     return models.Filter(must=must, must_not=must_not or None)
 
 
 class QdrantServerStore:
-    def __init__(self, client: QdrantClient, collection: str, *, model_id: str, dim: int) -> None:
-        self._client = client
+    """Memory items in one collection of a Qdrant server (named dense vector ``dense``, cosine).
+
+    Give either ``client`` (borrowed: :meth:`close` leaves it open) or ``url`` (and ``api_key``,
+    ``timeout_s``: the store makes and owns its client).
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient | None = None,
+        collection: str = "ctxbus_memory",
+        *,
+        model_id: str,
+        dim: int,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 5.0,
+    ) -> None:
+        if (client is None) == (not url):
+            raise ValueError("give either a QdrantClient or a url, not both or neither")
+        self._owns_client = client is None
+        self._client = client or QdrantClient(url=url, api_key=api_key, timeout=max(1, math.ceil(timeout_s)))
         self._collection = collection
         self._model_id = model_id
-        if client.collection_exists(collection):
-            info = client.get_collection(collection)
-            check_model(f"the Qdrant collection {collection!r}", dict(info.config.metadata or {}), model_id, dim)
-        else:
-            client.create_collection(
-                collection,
-                vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-                metadata={"model_id": model_id, "dim": dim},
-            )
-            for field in INDEXED_KEYWORDS:
-                client.create_payload_index(collection, field, models.PayloadSchemaType.KEYWORD)
-            client.create_payload_index(collection, "confidence", models.PayloadSchemaType.FLOAT)
+        self._dim = dim
+        try:
+            self._open_collection()
+        except BaseException:
+            self.close()
+            raise
 
     @classmethod
     def connect(cls, settings: QdrantSettings, *, model_id: str, dim: int) -> QdrantServerStore:
-        client = QdrantClient(
+        """The store the settings name (``CTXBUS_QDRANT_URL``, ``_API_KEY``, ``_COLLECTION``, ``_TIMEOUT_S``)."""
+        return cls(
+            collection=settings.collection,
+            model_id=model_id,
+            dim=dim,
             url=settings.url,
             api_key=settings.api_key.get_secret_value() if settings.api_key else None,
-            timeout=int(settings.timeout_s),
+            timeout_s=settings.timeout_s,
         )
-        return cls(client, settings.collection, model_id=model_id, dim=dim)
+
+    def _open_collection(self) -> None:
+        where = f"the Qdrant collection {self._collection!r}"
+        created = False
+        if not self._client.collection_exists(self._collection):
+            try:
+                created = self._client.create_collection(
+                    self._collection,
+                    vectors_config={DENSE: models.VectorParams(size=self._dim, distance=models.Distance.COSINE)},
+                    metadata=model_record(self._model_id, self._dim),
+                )
+            except Exception:
+                if not self._client.collection_exists(self._collection):
+                    raise
+                # another process created it between our check and our create: check what it made
+        info = self._client.get_collection(self._collection)
+        metadata = info.config.metadata
+        if created and metadata is None:
+            raise RuntimeError(
+                f"the Qdrant server did not keep the metadata of {where}: ctxbus needs a server with "
+                "collection metadata (the version in docker-compose.yml has it)"
+            )
+        check_model(where, metadata, self._model_id, self._dim)
+        present = set(info.payload_schema)
+        for name in KEYWORD_INDEXES:
+            if name not in present:
+                self._client.create_payload_index(self._collection, name, models.PayloadSchemaType.KEYWORD)
+        for name in FLOAT_INDEXES:
+            if name not in present:
+                self._client.create_payload_index(self._collection, name, models.PayloadSchemaType.FLOAT)
 
     @property
     def model_id(self) -> str:
         return self._model_id
 
+    @property
+    def collection(self) -> str:
+        return self._collection
+
     def upsert(self, items: Sequence[MemoryItem], vectors: Sequence[Vector]) -> None:
-        if len(items) != len(vectors):
-            raise ValueError(f"{len(items)} items but {len(vectors)} vectors")
-        if not items:
-            return
+        """Insert or replace items (same project and id: same point); waits until applied."""
+        check_vectors(items, vectors, self._dim)
         points = [
-            models.PointStruct(id=item.point_id, vector={DENSE: list(vec)}, payload=item_payload(item))
-            for item, vec in zip(items, vectors, strict=True)
+            models.PointStruct(id=item.point_id, vector={DENSE: list(vector)}, payload=item_payload(item))
+            for item, vector in zip(items, vectors, strict=True)
         ]
-        self._client.upsert(self._collection, points=points, wait=True)
+        for chunk in chunks(points, UPSERT_CHUNK):
+            self._client.upsert(self._collection, points=list(chunk), wait=True)
 
     def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Nearest items in the query's scope, best (highest cosine) first."""
         if query.limit <= 0:
             return []
+        check_dim(query.vector, self._dim)
         result = self._client.query_points(
             self._collection,
             query=list(query.vector),
             using=DENSE,
-            query_filter=_filter(query),
+            query_filter=_scope_filter(search_scope(query)),
             limit=query.limit,
             with_payload=True,
+            with_vectors=False,
         )
-        return [SearchHit(item=payload_item(p.payload or {}), score=float(p.score)) for p in result.points]
+        return [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in result.points]
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
-        if not item_ids:
+        """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""
+        wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
+        if not wanted:
             return []
-        records = self._client.retrieve(
-            self._collection, ids=[point_id(project, i) for i in item_ids], with_payload=True, with_vectors=False
-        )
-        return [payload_item(r.payload or {}) for r in records]
+        records = self._client.retrieve(self._collection, ids=list(wanted), with_payload=True, with_vectors=False)
+        found = {str(r.id): payload_item(r.payload) for r in records}
+        return [found[p] for p in wanted if p in found]
 
     def delete(self, project: str, item_ids: Sequence[str]) -> int:
-        present = self.get(project, item_ids)
+        """Delete items of ``project``; returns how many existed."""
+        wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
+        if not wanted:
+            return 0
+        records = self._client.retrieve(self._collection, ids=list(wanted), with_payload=False, with_vectors=False)
+        present: list[models.ExtendedPointId] = [r.id for r in records]
         if present:
-            self._client.delete(
-                self._collection, points_selector=models.PointIdsList(points=[i.point_id for i in present]), wait=True
-            )
+            self._client.delete(self._collection, points_selector=models.PointIdsList(points=present), wait=True)
         return len(present)
 
     def count(self, project: str | None = None) -> int:
-        flt = (
-            models.Filter(must=[models.FieldCondition(key="project", match=models.MatchValue(value=project))])
-            if project
-            else None
-        )
+        """Items of ``project`` (only that scope, not global), or of every project when None."""
+        flt = None
+        if project is not None:
+            flt = models.Filter(must=[models.FieldCondition(key="project", match=models.MatchValue(value=project))])
         return int(self._client.count(self._collection, count_filter=flt, exact=True).count)
 
     def close(self) -> None:
-        self._client.close()
+        """Close the client if this store made it (a borrowed client stays open)."""
+        if self._owns_client:
+            self._client.close()

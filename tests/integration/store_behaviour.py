@@ -1,0 +1,134 @@
+"""The behaviour every ``VectorStore`` adapter must have, written once.
+
+``StoreBehaviour`` is not collected by itself (its name does not start with ``Test``): each adapter's
+test module subclasses it and provides a ``store`` fixture (an empty store of that adapter).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
+from ctxbus.memory.ingest import ingest
+from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind, Outcome
+from ctxbus.ports import SearchQuery, VectorStore
+
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+
+
+def mem(item_id: str, project: str, content: str, **fields: object) -> MemoryItem:
+    values: dict[str, object] = {"id": item_id, "project": project, "kind": "pattern", "content": content}
+    values.update({"created_at": T0, "updated_at": T0, **fields})
+    return MemoryItem.model_validate(values)
+
+
+CORPUS = [
+    mem(
+        "reset",
+        "acme",
+        "Password reset must revoke refresh tokens before the next login",
+        title="Revoke tokens on reset",
+        domains=("Auth", "security"),
+        tags=("tokens",),
+        confidence=0.9,
+        importance=0.8,
+        usage_count=3,
+        success_rate=0.75,
+        example_reference="src/auth/reset.py:42",
+        outcome=Outcome.SUCCESSFUL,
+        source="retro 2026-01",
+    ),
+    mem("ratelimit", "acme", "Rate limit login attempts per account", domains=("auth",), confidence=0.6),
+    mem("migr", "acme", "Add nullable columns first, then backfill", kind="warning", domains=("database",)),
+    mem("adr", "acme", "We chose Postgres over MySQL for JSON support", kind="decision", domains=("database",)),
+    mem("secret", "other", "Password reset in this project uses the legacy SSO bridge", domains=("auth",)),
+    mem("global-tip", GLOBAL_PROJECT, "Never log passwords or reset tokens", domains=("auth",), confidence=0.7),
+]
+
+
+def ids(store: VectorStore, embedder: OnnxMiniLmEmbedder, text: str, project: str, **kw: object) -> list[str]:
+    query = SearchQuery(vector=embedder.embed_query(text), project=project, limit=kw.pop("limit", 20), **kw)  # type: ignore[arg-type]
+    return [hit.item.id for hit in store.search(query)]
+
+
+class StoreBehaviour:
+    """Shared cases; subclasses provide the ``store`` fixture."""
+
+    @pytest.fixture
+    def filled(self, store: VectorStore, embedder: OnnxMiniLmEmbedder) -> VectorStore:
+        ingest(CORPUS, embedder, store)
+        return store
+
+    def test_search_sees_the_project_and_the_global_scope_only(
+        self, filled: VectorStore, embedder: OnnxMiniLmEmbedder
+    ) -> None:
+        found = ids(filled, embedder, "revoke refresh tokens after a password reset", "acme")
+        assert found[0] == "reset"
+        assert set(found) == {"reset", "ratelimit", "migr", "adr", "global-tip"}
+        assert "global-tip" not in ids(filled, embedder, "password", "acme", include_global=False)
+        assert ids(filled, embedder, "legacy SSO bridge", "other") == ["secret", "global-tip"]
+        assert ids(filled, embedder, "password", "nobody") == ["global-tip"]
+        assert ids(filled, embedder, "password", "nobody", include_global=False) == []
+        assert ids(filled, embedder, "password", GLOBAL_PROJECT) == ["global-tip"]
+
+    def test_filters_kinds_exclusions_domain_and_confidence(
+        self, filled: VectorStore, embedder: OnnxMiniLmEmbedder
+    ) -> None:
+        def found(**kw: object) -> set[str]:
+            return set(ids(filled, embedder, "login and databases", "acme", **kw))
+
+        assert found(kinds=[MemoryKind.WARNING]) == {"migr"}
+        assert found(kinds=[MemoryKind.WARNING, MemoryKind.DECISION]) == {"migr", "adr"}
+        assert found(kinds=[]) == found()  # empty: any kind
+        assert found(exclude_kinds=[MemoryKind.PATTERN]) == {"migr", "adr"}
+        assert found(domain="database") == {"migr", "adr"}
+        assert found(domain=" AUTH ") == {"reset", "ratelimit", "global-tip"}  # normalised like item domains
+        assert found(domain="security") == {"reset"}
+        assert found(min_confidence=0.7) == {"reset", "global-tip"}  # inclusive bound
+        assert found(min_confidence=0.7, include_global=False) == {"reset"}
+        assert found(domain="auth", exclude_kinds=[MemoryKind.PATTERN]) == set()
+        assert found(domain="database", kinds=[MemoryKind.DECISION], min_confidence=0.5) == {"adr"}
+
+    def test_hits_are_best_first_with_cosine_scores(self, filled: VectorStore, embedder: OnnxMiniLmEmbedder) -> None:
+        vector = embedder.embed_query("how should a password reset treat refresh tokens")
+        hits = filled.search(SearchQuery(vector=vector, project="acme", limit=3))
+        assert len(hits) == 3
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        expected = embedder.embed_query(CORPUS[0].embedding_text())
+        assert hits[0].item.id == "reset"
+        assert hits[0].score == pytest.approx(float(np.dot(vector, expected)), abs=1e-4)
+        assert filled.search(SearchQuery(vector=vector, project="acme", limit=0)) == []
+
+    def test_items_round_trip_whole(self, filled: VectorStore) -> None:
+        got = filled.get("acme", ["migr", "missing", "reset", "migr"])
+        assert got == [CORPUS[2], CORPUS[0]]  # asked order, missing left out, no duplicates
+        assert got[1].created_at == T0 and got[1].domains == ("auth", "security")
+        assert filled.get("other", ["reset"]) == []  # ids are per project
+        assert filled.get("acme", []) == []
+
+    def test_upsert_replaces_delete_and_count(self, filled: VectorStore, embedder: OnnxMiniLmEmbedder) -> None:
+        assert (filled.count(), filled.count("acme"), filled.count(GLOBAL_PROJECT)) == (6, 4, 1)
+        newer = CORPUS[0].model_copy(update={"content": "Revoke every session on reset", "confidence": 0.5})
+        ingest([newer], embedder, filled)
+        assert filled.count("acme") == 4
+        assert filled.get("acme", ["reset"]) == [newer]
+        assert ids(filled, embedder, "revoke sessions", "acme", min_confidence=0.85) == []
+        assert filled.delete("acme", ["reset", "missing", "reset"]) == 1
+        assert filled.delete("acme", ["reset"]) == 0
+        assert filled.delete("acme", []) == 0
+        assert (filled.count(), filled.count("acme"), filled.count("nobody")) == (5, 3, 0)
+        assert "reset" not in ids(filled, embedder, "password reset", "acme")
+
+    def test_wrong_vectors_are_refused(self, store: VectorStore) -> None:
+        with pytest.raises(ValueError, match="1 items but 0 vectors"):
+            store.upsert(CORPUS[:1], [])
+        with pytest.raises(ValueError, match="3 dimensions"):
+            store.upsert(CORPUS[:1], [[0.1, 0.2, 0.3]])
+        with pytest.raises(ValueError, match="2 dimensions"):
+            store.search(SearchQuery(vector=[1.0, 0.0], project="acme"))
+        store.upsert([], [])
+        assert store.count() == 0
