@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# bytecode ahead of time: hooks are a fresh process per call (and PYTHONDONTWRITEBYTECODE may be set)
+	$(BIN)/python -m compileall -q services
 	touch $(STAMP)
 
 setup: $(STAMP)

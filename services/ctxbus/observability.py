@@ -111,6 +111,21 @@ class Metrics:
             registry=r,
         )
 
+        self.gateway_requests = Counter(
+            "ctxbus_gateway_requests_total",
+            "Hook calls answered by the gateway, by hook event and outcome "
+            "(injected, empty, timeout_fallback, bad_input, outcome_published, ignored, disabled)",
+            ["event", "outcome"],
+            registry=r,
+        )
+        self.gateway_seconds = Histogram(
+            "ctxbus_gateway_seconds",
+            "Time the gateway took to answer a hook call",
+            ["event"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+
     def serve(self, host: str, port: int) -> int:
         """Serve ``/metrics`` over HTTP; returns the bound port (``port=0`` picks one)."""
         server, _thread = start_http_server(port, addr=host, registry=self.registry)

@@ -21,6 +21,7 @@ class RuntimeInfo:
     bootstrap_servers: str
     embedded: bool
     metrics_port: int
+    gateway_port: int
     topic_prefix: str
     started_at: str
 

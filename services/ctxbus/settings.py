@@ -109,6 +109,31 @@ class InjectionSettings(BaseSettings):
     min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0)
 
 
+class HookSettings(BaseSettings):
+    """What the Claude Code hooks do (read by the gateway; the lean hook client reads the same names)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_HOOK_", extra="ignore")
+
+    enabled: bool = True
+    max_patterns: int = Field(default=5, ge=1, le=100)
+    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: the whole hook call, including the fallback, stays within this
+    timeout_ms: int = Field(default=2_000, ge=100, le=60_000)
+    #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json
+    patterns_file: str = ".claude/learned_patterns.json"
+    max_chars: int = Field(default=10_000, ge=100, le=10_000)
+
+
+class GatewaySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_GATEWAY_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    #: 0 picks a free port (written to the runtime file)
+    port: int = Field(default=9470, ge=0, le=65535)
+    #: a hook input larger than this is refused (the hook client trims prompts above 4 MB before posting)
+    max_body_bytes: int = Field(default=8_000_000, ge=1_000, le=50_000_000)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CTXBUS_", extra="ignore")
 
@@ -122,6 +147,8 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     injection: InjectionSettings = Field(default_factory=InjectionSettings)
+    hook: HookSettings = Field(default_factory=HookSettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     @field_validator("topic_prefix")
     @classmethod

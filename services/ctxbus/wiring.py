@@ -39,7 +39,9 @@ def utc_now() -> datetime:
 def open_embedder(settings: Settings) -> Embedder:
     from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415  (heavy import)
 
-    return OnnxMiniLmEmbedder(settings.embedder)
+    embedder = OnnxMiniLmEmbedder(settings.embedder)
+    embedder.warm_up()  # the first request should not pay for loading the model
+    return embedder
 
 
 def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
@@ -159,3 +161,34 @@ async def run_services(
                 waiter.cancel()
     finally:
         res.close()
+
+
+async def run_gateway(
+    settings: Settings,
+    config: KafkaClientConfig,
+    metrics: Metrics,
+    stop: asyncio.Event,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve the hook gateway until ``stop``; ``on_ready`` gets the bound port."""
+    from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
+    from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
+    from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
+
+    topics = Topics(settings.topic_prefix)
+    async with publisher_for(config, "gateway") as publisher, ReplyRouter(config, topics.context_injected) as router:
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics)
+        server = HttpServer(
+            gateway.handle,
+            host=settings.gateway.host,
+            port=settings.gateway.port,
+            max_body=settings.gateway.max_body_bytes,
+        )
+        port = await server.start()
+        log.info("gateway_listening", host=settings.gateway.host, port=port)
+        if on_ready is not None:
+            on_ready(port)
+        try:
+            await stop.wait()
+        finally:
+            await server.stop()

@@ -10,7 +10,7 @@ import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.reply import InjectionWaiter
+from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextSource, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDeserializer
@@ -83,14 +83,10 @@ def request(prompt: str, project: str, **kw: object) -> Envelope[RetrievalReques
 
 
 async def ask(kafka: KafkaClientConfig, topics: Topics, event: Envelope[RetrievalRequested]) -> Envelope:  # type: ignore[type-arg]
-    waiter = InjectionWaiter(kafka, topics.context_injected)
-    await waiter.start()
-    try:
-        async with EventPublisher(kafka, "test") as pub:
-            await pub.publish(topics.retrieval_requested, event)
-        return await waiter.wait(event.correlation_id, 60)
-    finally:
-        await waiter.stop()
+    async with ReplyRouter(kafka, topics.context_injected) as router, EventPublisher(kafka, "test") as pub:
+        router.expect(event.correlation_id)
+        await pub.publish(topics.retrieval_requested, event)
+        return await router.wait(event.correlation_id, 60)
 
 
 async def test_request_to_injection_with_the_causation_chain_and_project_isolation(

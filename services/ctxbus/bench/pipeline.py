@@ -49,10 +49,22 @@ class Observed:
     injected: dict[str, tuple[float, float, ContextInjected]] = field(default_factory=dict)  # recv, emitted, payload
 
 
-def _load_memories(settings: Settings, count: int) -> float:
+def load_memories(settings: Settings, count: int) -> float:
+    """Embed and store ``count`` synthetic memories, in a child process (the benchmark's own process stays
+    small, as a hook's parent would be); returns the seconds it took."""
+    started = time.perf_counter()
+    code = (
+        "import sys; from pathlib import Path; from ctxbus.bench.pipeline import _load_in_process; "
+        "from ctxbus.settings import Settings; "
+        "_load_in_process(Settings(data_dir=Path(sys.argv[1]), topic_prefix=sys.argv[2]), int(sys.argv[3]))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(settings.data_dir), settings.topic_prefix, str(count)], check=True)
+    return time.perf_counter() - started
+
+
+def _load_in_process(settings: Settings, count: int) -> None:
     from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415
 
-    started = time.perf_counter()
     embedder = open_embedder(settings)
     store = open_store(settings, embedder)
     try:
@@ -61,10 +73,9 @@ def _load_memories(settings: Settings, count: int) -> float:
             ingest(items[start : start + 256], embedder, store)
     finally:
         store.close()
-    return time.perf_counter() - started
 
 
-def _start_stack(env: dict[str, str], data_dir: Path) -> subprocess.Popen[bytes]:
+def start_stack(env: dict[str, str], data_dir: Path) -> subprocess.Popen[bytes]:
     log = (data_dir / "stack.log").open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "ctxbus.cli.main", "up"], env=env, stdout=log, stderr=log, start_new_session=True
@@ -186,12 +197,13 @@ def run(memories_count: int, rate: float, duration_s: float, keep_dir: Path | No
         "CTXBUS_DATA_DIR": str(data_dir),
         "CTXBUS_TOPIC_PREFIX": prefix,
         "CTXBUS_SERVICE_METRICS_PORT": "0",
+        "CTXBUS_GATEWAY_PORT": "0",
         "CTXBUS_LOG_LEVEL": "WARNING",
     }
     env.pop("CTXBUS_KAFKA_BOOTSTRAP_SERVERS", None)
     settings = Settings(data_dir=data_dir, topic_prefix=prefix)
-    load_s = _load_memories(settings, memories_count)
-    proc = _start_stack(env, data_dir)
+    load_s = load_memories(settings, memories_count)
+    proc = start_stack(env, data_dir)
     try:
         runtime = json.loads((data_dir / "runtime.json").read_text())
         config = KafkaClientConfig(settings.kafka, runtime["bootstrap_servers"], embedded=True)

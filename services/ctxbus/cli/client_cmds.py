@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer
 
 from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.reply import InjectionWaiter
+from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
@@ -94,22 +94,17 @@ async def _request(
 ) -> tuple[Envelope[ContextInjected], float]:
     config = _config(settings)
     topics = Topics(settings.topic_prefix)
-    waiter = InjectionWaiter(config, topics.context_injected)
-    await waiter.start()
-    try:
-        async with EventPublisher(config, "cli") as publisher:
-            started = time.perf_counter()
-            await publisher.publish(topics.retrieval_requested, event)
-            try:
-                injected = await waiter.wait(event.correlation_id, timeout_s)
-            except TimeoutError as exc:
-                raise CliError(
-                    f"no injection within {timeout_s} s (correlation {event.correlation_id}): is the stack running?",
-                    1,
-                ) from exc
-            return injected, time.perf_counter() - started
-    finally:
-        await waiter.stop()
+    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, "cli") as publisher:
+        started = time.perf_counter()
+        router.expect(event.correlation_id)
+        await publisher.publish(topics.retrieval_requested, event)
+        try:
+            injected = await router.wait(event.correlation_id, timeout_s)
+        except TimeoutError as exc:
+            raise CliError(
+                f"no injection within {timeout_s} s (correlation {event.correlation_id}): is the stack running?", 1
+            ) from exc
+        return injected, time.perf_counter() - started
 
 
 def cmd_tail(args: argparse.Namespace) -> int:

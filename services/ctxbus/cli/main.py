@@ -2,33 +2,45 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable, Sequence
 
-from ctxbus import __version__
-from ctxbus.cli.errors import CliError
-
-Command = Callable[[argparse.Namespace], int]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # argparse (~30 ms) and typing are not imported on the hook path
+    import argparse
+    from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ctxbus.cli import client_cmds, memory_cmds, stack_cmds  # noqa: PLC0415
+    import argparse  # noqa: PLC0415
+
+    from ctxbus import __version__  # noqa: PLC0415
+    from ctxbus.cli import client_cmds, hooks_cmds, memory_cmds, stack_cmds  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(prog="ctxbus", description="Event-driven context injection for AI coding agents.")
     parser.add_argument("--version", action="version", version=f"ctxbus {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (stack_cmds, memory_cmds, client_cmds):
+    sub.add_parser(
+        "hook",
+        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | learned-patterns",
+    )
+    for module in (stack_cmds, memory_cmds, client_cmds, hooks_cmds):
         module.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["hook"]:
+        # the hook path: a fresh process per Claude Code call, standard library only
+        from ctxbus.hooks.client import main as hook_main  # noqa: PLC0415
+
+        return hook_main(args_list[1:])
+    from ctxbus.cli.errors import CliError  # noqa: PLC0415
+
     parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Command = args.handler
+    args = parser.parse_args(args_list)
     try:
-        return handler(args)
+        return int(args.handler(args))
     except CliError as exc:
         print(f"ctxbus: error: {exc}", file=sys.stderr)
         return exc.code

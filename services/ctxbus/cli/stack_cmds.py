@@ -22,12 +22,12 @@ from ctxbus.observability import Metrics, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import NoBroker, RuntimeInfo, kafka_config, read_runtime
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, run_services
+from ctxbus.wiring import SERVICES, run_gateway, run_services
 
 log = structlog.get_logger("ctxbus.cli")
 
 #: metrics port offset of each service when run alone
-METRICS_OFFSET = {name: i for i, name in enumerate(SERVICES)}
+METRICS_OFFSET = {name: i for i, name in enumerate((*SERVICES, "gateway"))}
 
 
 def register(sub: Any) -> None:
@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
     up.add_argument("--no-services", action="store_true", help="start only the broker and the topics")
     up.set_defaults(handler=cmd_up)
     run = sub.add_parser("run", help="run one service against the configured or running broker")
-    run.add_argument("service", choices=SERVICES)
+    run.add_argument("service", choices=(*SERVICES, "gateway"))
     run.set_defaults(handler=cmd_run)
     topics = sub.add_parser("topics", help="topic administration")
     tsub = topics.add_subparsers(dest="topics_command", required=True)
@@ -51,6 +51,11 @@ def register(sub: Any) -> None:
         parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     bench.set_defaults(handler=cmd_bench)
     pipe.set_defaults(handler=cmd_bench)
+    hooks = bsub.add_parser("hooks", help="the Claude Code hook, a fresh process per call, with the stack running")
+    hooks.add_argument("--memories", type=int, default=1_000)
+    hooks.add_argument("--calls", type=int, default=200)
+    hooks.add_argument("--json", action="store_true")
+    hooks.set_defaults(handler=cmd_bench_hooks)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -99,14 +104,18 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
     created = await _create_topics(settings, config)
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
+    ready = {"services": not services, "gateway_port": 0}
 
     def announce() -> None:
         """The runtime file is the readiness signal: written once every service can answer."""
+        if not ready["services"] or not ready["gateway_port"]:
+            return
         RuntimeInfo(
             pid=os.getpid(),
             bootstrap_servers=config.bootstrap_servers,
             embedded=config.embedded,
             metrics_port=port,
+            gateway_port=int(ready["gateway_port"]),
             topic_prefix=settings.topic_prefix,
             started_at=datetime.now(UTC).isoformat(),
         ).write(settings.runtime_file)
@@ -116,20 +125,29 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
             embedded=config.embedded,
             topics_created=created,
             metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
+            gateway=f"http://{settings.gateway.host}:{ready['gateway_port']}/v1/hooks",
             services=list(services),
             data_dir=str(settings.data_dir),
         )
         print(
-            f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, services {', '.join(services) or 'none'}",
+            f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, gateway :{ready['gateway_port']}, "
+            f"services {', '.join(services) or 'none'}",
             file=sys.stderr,
             flush=True,
         )
 
-    if services:
-        await run_services(services, settings, config, metrics, stop, on_ready=announce)
-    else:
+    def services_ready() -> None:
+        ready["services"] = True
         announce()
-        await stop.wait()
+
+    def gateway_ready(gateway_port: int) -> None:
+        ready["gateway_port"] = gateway_port
+        announce()
+
+    tasks = [run_gateway(settings, config, metrics, stop, on_ready=gateway_ready)]
+    if services:
+        tasks.append(run_services(services, settings, config, metrics, stop, on_ready=services_ready))
+    await asyncio.gather(*tasks)
     return 0
 
 
@@ -153,7 +171,10 @@ async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> 
     base = settings.service.metrics_port
     port = metrics.serve(settings.service.metrics_host, base + METRICS_OFFSET[name] if base else 0)
     log.info("service_metrics", service=name, port=port)
-    await run_services((name,), settings, config, metrics, stop)
+    if name == "gateway":
+        await run_gateway(settings, config, metrics, stop)
+    else:
+        await run_services((name,), settings, config, metrics, stop)
     return 0
 
 
@@ -180,3 +201,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         pipeline.print_report(result)
     return 0 if result["lost"] == 0 else 1
+
+
+def cmd_bench_hooks(args: argparse.Namespace) -> int:
+    from ctxbus.bench import hooks  # noqa: PLC0415
+
+    if args.memories < 1 or args.calls < 1:
+        raise CliError("--memories and --calls must be positive")
+    result = hooks.run(args.memories, args.calls)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        hooks.print_report(result)
+    return 0 if result["invalid_output"] == 0 else 1

@@ -14,9 +14,9 @@ from typing import Generic, TypeVar
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from ctxbus import __version__
-from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested
+from ctxbus.contract.payloads import ContextInjected, OutcomeRecorded, RetrievalCompleted, RetrievalRequested
 
-P = TypeVar("P", RetrievalRequested, RetrievalCompleted, ContextInjected)
+P = TypeVar("P", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded)
 
 #: Namespace for ids derived from other ids (entity ids, output event ids).
 _DERIVED_NAMESPACE = uuid.UUID("0d6f5a7e-8b0e-4f0e-9d57-61c3f1f4a2b9")
@@ -33,6 +33,7 @@ class EventType:
     RETRIEVAL_REQUESTED = "context.retrieval.requested"
     RETRIEVAL_COMPLETED = "context.retrieval.completed"
     CONTEXT_INJECTED = "context.injected"
+    OUTCOME_RECORDED = "context.outcome.recorded"
 
 
 #: event type -> payload model
@@ -40,6 +41,7 @@ PAYLOAD_TYPES: dict[str, type[BaseModel]] = {
     EventType.RETRIEVAL_REQUESTED: RetrievalRequested,
     EventType.RETRIEVAL_COMPLETED: RetrievalCompleted,
     EventType.CONTEXT_INJECTED: ContextInjected,
+    EventType.OUTCOME_RECORDED: OutcomeRecorded,
 }
 _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.items()}
 #: event type -> the schema version this code writes (checked against schemas/registry.json)
@@ -47,6 +49,7 @@ CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.RETRIEVAL_REQUESTED: 1,
     EventType.RETRIEVAL_COMPLETED: 1,
     EventType.CONTEXT_INJECTED: 1,
+    EventType.OUTCOME_RECORDED: 1,
 }
 
 
@@ -132,6 +135,8 @@ class Envelope(BaseModel, Generic[P]):
         )
 
 
-P2 = TypeVar("P2", RetrievalRequested, RetrievalCompleted, ContextInjected)
+P2 = TypeVar("P2", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded)
 
-AnyEnvelope = Envelope[RetrievalRequested] | Envelope[RetrievalCompleted] | Envelope[ContextInjected]
+AnyEnvelope = (
+    Envelope[RetrievalRequested] | Envelope[RetrievalCompleted] | Envelope[ContextInjected] | Envelope[OutcomeRecorded]
+)

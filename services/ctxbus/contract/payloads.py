@@ -116,6 +116,26 @@ class ContextInjected(_Payload):
     request_emitted_at: AwareDatetime | None = None
 
 
+class OutcomeScope(StrEnum):
+    SESSION = "session"
+    TASK = "task"
+
+
+class Outcome(StrEnum):
+    SUCCESSFUL = "successful"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+
+class OutcomeRecorded(_Payload):
+    scope: OutcomeScope = OutcomeScope.SESSION
+    task_id: str | None = Field(default=None, max_length=500)
+    outcome: Outcome = Outcome.UNKNOWN
+    notes: str | None = Field(default=None, max_length=10_000)
+    source: str = Field(min_length=1, max_length=200)
+
+
 class DeadLetter(_Payload):
     """Why a message was dead-lettered (not an envelope event: it rides in a header)."""
 

@@ -24,6 +24,10 @@ class Topics:
         return f"{self.prefix}.context.injected.v1"
 
     @property
+    def outcome_recorded(self) -> str:
+        return f"{self.prefix}.context.outcome.recorded.v1"
+
+    @property
     def dead_letter(self) -> str:
         return f"{self.prefix}.deadletter.v1"
 
@@ -32,5 +36,6 @@ class Topics:
             self.retrieval_requested,
             self.retrieval_completed,
             self.context_injected,
+            self.outcome_recorded,
             self.dead_letter,
         )

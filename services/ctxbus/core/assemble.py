@@ -5,11 +5,15 @@ inside each. Both budgets hold: never more than ``max_chars`` characters nor
 ``max_tokens`` tokens (by the counter given). Whole items only: one that does
 not fit is skipped and a smaller one after it may still fit; only when not even
 the best item fits is its text cut at a word boundary, with a visible marker,
-so there is never an empty injection when there was something to say.
+so an injection is not empty when there was something to say (unless the
+budget cannot hold even a useful piece of the best item, and then
+``empty_reason`` says so). Every input item is either included or listed in
+``skipped`` with its reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,9 +23,22 @@ from ctxbus.memory.model import MemoryItem, MemoryKind
 
 TokenCounter = Callable[[str], int]
 
+#: Default character budget of one injection.
+DEFAULT_MAX_CHARS = 10_000
+#: Default token budget of one injection (seed 001's ``max_tokens``).
+DEFAULT_MAX_TOKENS = 2_000
+#: Appended to the content of an item cut to fit.
 TRUNCATION_MARKER = " …(truncated)"
 #: smallest useful piece of a truncated item's text, in characters
 MIN_TRUNCATED_CHARS = 20
+
+#: Reasons in ``Assembly.skipped`` and ``Assembly.empty_reason``.
+OVER_BUDGET = "over_budget"
+DUPLICATE = "duplicate"
+NO_ITEMS = "no_items"
+BUDGET_TOO_SMALL = "budget_too_small"
+
+_WORD = re.compile(r"\S+")
 
 SECTION_TITLES: dict[MemoryKind, str] = {
     MemoryKind.PATTERN: "## Learned Patterns (Auto-Injected)",
@@ -38,6 +55,13 @@ SECTION_TITLES: dict[MemoryKind, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Assembly:
+    """The context to inject and how it was made.
+
+    ``item_ids`` in rank order (the text groups them by kind); ``skipped`` holds (id, reason) for every
+    input item left out; ``truncated`` is true when the one item shown was cut;
+    ``empty_reason`` says why ``text`` is empty (``no_items``, ``budget_too_small``).
+    """
+
     text: str
     item_ids: tuple[str, ...]
     chars: int
@@ -62,6 +86,7 @@ def pattern_block(item: MemoryItem) -> list[str]:
 
 
 def generic_block(item: MemoryItem) -> list[str]:
+    """The markdown for one item of any other kind: title, content, outcome, reference."""
     head = f"### {item.title}" if item.title else f"### {item.id}"
     lines = [head, f"- {item.content}"]
     if item.outcome is not None:
@@ -72,6 +97,7 @@ def generic_block(item: MemoryItem) -> list[str]:
 
 
 def item_block(item: MemoryItem) -> list[str]:
+    """The markdown lines for one item, by its kind."""
     return pattern_block(item) if item.kind is MemoryKind.PATTERN else generic_block(item)
 
 
@@ -94,12 +120,15 @@ def _fits(text: str, max_chars: int, max_tokens: int, count: TokenCounter) -> bo
 
 
 def _cut_to_fit(item: MemoryItem, max_chars: int, max_tokens: int, count: TokenCounter) -> MemoryItem | None:
-    """The item with its content cut at a word boundary so that it fits, or None if nothing useful fits."""
-    words = item.content.split()
-    lo, hi, best = 1, len(words), None
+    """The item with its content cut at a word boundary so that it fits, or None if nothing useful fits.
+
+    The cut keeps the content's own whitespace (code keeps its lines) up to the end of a word.
+    """
+    ends = [m.end() for m in _WORD.finditer(item.content)]
+    lo, hi, best = 1, len(ends), None
     while lo <= hi:  # the longest prefix of whole words that fits
         mid = (lo + hi) // 2
-        candidate = item.model_copy(update={"content": " ".join(words[:mid]) + TRUNCATION_MARKER})
+        candidate = item.model_copy(update={"content": item.content[: ends[mid - 1]] + TRUNCATION_MARKER})
         if _fits(render([candidate]), max_chars, max_tokens, count):
             best, lo = candidate, mid + 1
         else:
@@ -112,27 +141,37 @@ def _cut_to_fit(item: MemoryItem, max_chars: int, max_tokens: int, count: TokenC
 def assemble(
     ranked: Sequence[RankedHit],
     *,
-    max_chars: int = 10_000,
-    max_tokens: int = 2_000,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     count_tokens: TokenCounter = estimate_tokens,
 ) -> Assembly:
+    """The markdown for ``ranked`` (best first) within both budgets; see the module docstring.
+
+    Raises ValueError when a budget is not positive.
+    """
     if max_chars <= 0 or max_tokens <= 0:
         raise ValueError("max_chars and max_tokens must be positive")
     if not ranked:
-        return Assembly("", (), 0, 0, empty_reason="no_items")
+        return Assembly("", (), 0, 0, empty_reason=NO_ITEMS)
     chosen: list[MemoryItem] = []
     skipped: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
     for hit in ranked:
+        key = (hit.item.project, hit.item.id)
+        if key in seen:
+            skipped.append((hit.item.id, DUPLICATE))
+            continue
+        seen.add(key)
         if _fits(render([*chosen, hit.item]), max_chars, max_tokens, count_tokens):
             chosen.append(hit.item)
         else:
-            skipped.append((hit.item.id, "over_budget"))
+            skipped.append((hit.item.id, OVER_BUDGET))
     truncated = False
     if not chosen:
         first = _cut_to_fit(ranked[0].item, max_chars, max_tokens, count_tokens)
         if first is not None:
             chosen, truncated = [first], True
-            skipped = [s for s in skipped if s[0] != first.id]
+            skipped.remove((first.id, OVER_BUDGET))  # the first entry: ranked[0] was tried first
     text = render(chosen)
     return Assembly(
         text=text,
@@ -141,5 +180,5 @@ def assemble(
         tokens=count_tokens(text),
         skipped=tuple(skipped),
         truncated=truncated,
-        empty_reason=None if chosen else "budget_too_small",
+        empty_reason=None if chosen else BUDGET_TOO_SMALL,
     )

@@ -4,8 +4,13 @@ score = w_sim * similarity + w_domain * domain_match + w_conviction * confidence
 
 similarity is the store's cosine (clamped to 0..1); domain_match is 1 when the
 item's domains hold the requested domain, a neutral 0.5 when none was requested,
-0 otherwise; recency halves every ``half_life_days``. Weights are normalised to
-sum to 1, so a score is always in 0..1.
+0 otherwise; conviction is the item's confidence; recency halves every
+``half_life_days`` of age (since ``updated_at``, at the ``now`` given). Weights
+are normalised to sum to 1, so a score is always in 0..1, and the breakdown of
+every ranked hit holds each part, each normalised weight (``weight_<part>``)
+and the ``total``: sum(weight_<part> * <part>) == total == score.
+
+Ties are broken by item id (then project), so the order is deterministic.
 """
 
 from __future__ import annotations
@@ -18,13 +23,22 @@ from datetime import datetime
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import SearchHit
 
+#: Domain match when no domain was requested: neither a bonus nor a penalty.
 NEUTRAL_DOMAIN = 0.5
 DEFAULT_HALF_LIFE_DAYS = 90.0
 SECONDS_PER_DAY = 86_400.0
+#: Default cap on the number of ranked hits returned.
+DEFAULT_MAX_ITEMS = 10
+#: A similarity floor that keeps every hit (cosine similarity is never below -1).
+NO_SIMILARITY_FLOOR = -1.0
+#: The parts of a score, in breakdown order.
+PARTS = ("similarity", "domain", "conviction", "recency")
 
 
 @dataclass(frozen=True, slots=True)
 class RankingWeights:
+    """How much each part counts (normalised before use) and how fast recency decays."""
+
     similarity: float = 0.5
     domain: float = 0.2
     conviction: float = 0.2
@@ -41,34 +55,36 @@ class RankingWeights:
             raise ValueError(f"half_life_days must be positive, got {self.half_life_days}")
 
     def normalised(self) -> dict[str, float]:
-        total = self.similarity + self.domain + self.conviction + self.recency
-        return {
-            "similarity": self.similarity / total,
-            "domain": self.domain / total,
-            "conviction": self.conviction / total,
-            "recency": self.recency / total,
-        }
+        """The weights scaled to sum to 1, by part name."""
+        values = (self.similarity, self.domain, self.conviction, self.recency)
+        total = sum(values)
+        return dict(zip(PARTS, (v / total for v in values), strict=True))
 
 
 @dataclass(frozen=True, slots=True)
 class RankedHit:
+    """A hit with its final score and the breakdown that explains it."""
+
     item: MemoryItem
     score: float
     breakdown: Mapping[str, float] = field(default_factory=dict)
 
 
 def domain_match(item: MemoryItem, domain: str | None) -> float:
+    """1.0 when ``domain`` is among the item's domains, NEUTRAL_DOMAIN when none requested, else 0.0."""
     if not domain or not domain.strip():
         return NEUTRAL_DOMAIN
     return 1.0 if domain.strip().lower() in item.domains else 0.0
 
 
 def recency(item: MemoryItem, now: datetime, half_life_days: float) -> float:
+    """0.5 ** (age / half-life), age from ``updated_at``; 1.0 for an item dated after ``now``."""
     age_days = max(0.0, (now - item.updated_at).total_seconds() / SECONDS_PER_DAY)
     return float(0.5 ** (age_days / half_life_days))
 
 
 def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: RankingWeights) -> RankedHit:
+    """The hit's score (similarity clamped to 0..1) and its breakdown."""
     w = weights.normalised()
     parts = {
         "similarity": min(1.0, max(0.0, hit.score)),
@@ -88,18 +104,21 @@ def rank(
     now: datetime,
     weights: RankingWeights | None = None,
     min_score: float = 0.0,
-    min_similarity: float = -1.0,
-    max_items: int = 10,
+    min_similarity: float = NO_SIMILARITY_FLOOR,
+    max_items: int = DEFAULT_MAX_ITEMS,
 ) -> list[RankedHit]:
     """Best first; ties broken by item id; at most ``max_items``.
 
     Dropped: hits whose similarity is below ``min_similarity`` (not about the request,
     however trusted or recent) and items whose score is below ``min_score``.
+    ``now`` must be timezone-aware (item dates are).
     """
     if max_items < 0:
         raise ValueError("max_items must not be negative")
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware")
     relevant = [h for h in hits if h.score >= min_similarity]
     scored = [score_hit(h, domain=domain, now=now, weights=weights or RankingWeights()) for h in relevant]
     kept = [r for r in scored if r.score >= min_score]
-    kept.sort(key=lambda r: (-r.score, r.item.project, r.item.id))
+    kept.sort(key=lambda r: (-r.score, r.item.id, r.item.project))
     return kept[:max_items]

@@ -67,6 +67,7 @@ def _avro_fields(fullname: str) -> set[str]:
         (payloads.RankedItem, "ctxbus.payloads.RankedItem"),
         (payloads.ContextInjected, "ctxbus.payloads.ContextInjected"),
         (payloads.DeadLetter, "ctxbus.DeadLetter"),
+        (payloads.OutcomeRecorded, "ctxbus.payloads.OutcomeRecorded"),
     ],
 )
 def test_models_mirror_the_avro_records(model: type[BaseModel], fullname: str) -> None:
@@ -130,9 +131,10 @@ def test_an_event_with_an_added_field_is_read_by_todays_reader(
     body = _write(evolved / "ctxbus.events.RetrievalRequested.avsc", record)
     # register the evolved schema as version 2 under a new id, as the compatibility rule says
     index = json.loads((evolved / "registry.json").read_text())
+    new_id = max(r["id"] for r in index["schemas"]) + 1
     index["schemas"].append(
         {
-            "id": 5,
+            "id": new_id,
             "event_type": "context.retrieval.requested",
             "version": 2,
             "file": "ctxbus.events.RetrievalRequested.avsc",
@@ -148,12 +150,12 @@ def test_an_event_with_an_added_field_is_read_by_todays_reader(
     today_index = json.loads((today / "registry.json").read_text())
     today_index["schemas"].append(
         {
-            "id": 5,
+            "id": new_id,
             "event_type": "context.retrieval.requested",
             "version": 0,
             "file": "archive/v2/ctxbus.events.RetrievalRequested.avsc",
         }
     )
     (today / "registry.json").write_text(json.dumps(today_index))
-    decoded = EventDeserializer(SchemaRegistry(today))(frame(5, body))
+    decoded = EventDeserializer(SchemaRegistry(today))(frame(new_id, body))
     assert decoded == request_event

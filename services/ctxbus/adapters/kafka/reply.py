@@ -1,14 +1,18 @@
-"""Waiting for the injected event of one correlation id, without joining a consumer group.
+"""Waiting for the injected events of given correlation ids, without joining a consumer group.
 
-The waiter assigns every partition of the injected topic and seeks to the end
-*before* the request is published, so it sees the answer however fast it comes.
+The router assigns every partition of the injected topic and seeks to the end at
+start; a caller registers the correlation id *before* publishing its request, so
+the answer is seen however fast it comes. One router serves any number of
+concurrent waits (the gateway's hooks) or a single one (``ctxbus request``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
+import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
@@ -16,41 +20,88 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
 
+log = structlog.get_logger("ctxbus.reply")
 
-class InjectionWaiter:
+Injected = Envelope[ContextInjected]
+
+
+class ReplyRouter:
     def __init__(self, config: KafkaClientConfig, topic: str) -> None:
         self._consumer = AIOKafkaConsumer(**config.consumer("reply", None))
         self._topic = topic
         self._deserialize = EventDeserializer()
+        self._waiting: dict[str, asyncio.Future[Injected]] = {}
+        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self._consumer.start()
         await self._consumer.topics()  # metadata for the partition list
         partitions = self._consumer.partitions_for_topic(self._topic) or set()
         if not partitions:
+            await self._consumer.stop()
             raise LookupError(f"topic {self._topic} does not exist")
         tps = [TopicPartition(self._topic, p) for p in sorted(partitions)]
         self._consumer.assign(tps)
         await self._consumer.seek_to_end(*tps)
         for tp in tps:  # resolve the end positions now, not at the first fetch
             await self._consumer.position(tp)
+        self._task = asyncio.create_task(self._route())
 
     async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for fut in self._waiting.values():
+            fut.cancel()
+        self._waiting.clear()
         await self._consumer.stop()
 
-    async def wait(self, correlation_id: uuid.UUID, timeout_s: float) -> Envelope[ContextInjected]:
-        """The first injected event with this correlation id; TimeoutError after ``timeout_s``."""
-        wanted = str(correlation_id)
-        async with asyncio.timeout(timeout_s):
-            while True:
+    async def __aenter__(self) -> ReplyRouter:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def expect(self, correlation_id: uuid.UUID) -> asyncio.Future[Injected]:
+        """Register interest before publishing; the future gets the first injected event of that chain."""
+        fut: asyncio.Future[Injected] = asyncio.get_running_loop().create_future()
+        self._waiting[str(correlation_id)] = fut
+        return fut
+
+    async def wait(self, correlation_id: uuid.UUID, timeout_s: float) -> Injected:
+        """The injected event for ``correlation_id`` (registered with :meth:`expect`).
+
+        TimeoutError after ``timeout_s``.
+        """
+        key = str(correlation_id)
+        fut = self._waiting.get(key) or self.expect(correlation_id)
+        try:
+            return await asyncio.wait_for(fut, timeout_s)
+        finally:
+            self._waiting.pop(key, None)
+
+    async def _route(self) -> None:
+        while True:
+            try:
                 batch = await self._consumer.getmany(timeout_ms=100)
-                for records in batch.values():
-                    for rec in records:
-                        if header_value(list(rec.headers or ()), HEADER_CORRELATION_ID) != wanted:
-                            continue
-                        try:
-                            event = self._deserialize(rec.value)
-                        except EventDecodeError:
-                            continue
-                        if isinstance(event.payload, ContextInjected):
-                            return event
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep serving: the next fetch may work
+                log.exception("reply_fetch_failed")
+                await asyncio.sleep(0.1)
+                continue
+            for records in batch.values():
+                for rec in records:
+                    key = header_value(list(rec.headers or ()), HEADER_CORRELATION_ID)
+                    fut = self._waiting.get(key or "")
+                    if fut is None or fut.done():
+                        continue
+                    try:
+                        event = self._deserialize(rec.value)
+                    except EventDecodeError as exc:
+                        log.warning("reply_undecodable", offset=rec.offset, reason=exc.reason)
+                        continue
+                    if isinstance(event.payload, ContextInjected):
+                        fut.set_result(event)

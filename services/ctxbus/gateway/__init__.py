@@ -1,0 +1,1 @@
+"""The local hook gateway: a long-lived HTTP service that keeps Kafka connections warm for hooks."""

@@ -1,0 +1,56 @@
+"""Claude Code hook input -> retrieval request, and injected context -> hook output (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxbus.contract.payloads import MAX_PROMPT_CHARS, RetrievalRequested, Trigger
+from ctxbus.settings import HookSettings
+
+#: hook event name -> the trigger of the request it makes
+CONTEXT_EVENTS: dict[str, Trigger] = {
+    "UserPromptSubmit": Trigger.USER_PROMPT,
+    "SessionStart": Trigger.SESSION_START,
+}
+#: hook events that end something and report an outcome
+OUTCOME_EVENTS = ("Stop", "SessionEnd")
+AGENT_NAME = "claude-code"
+UNKNOWN_SESSION = "unknown-session"
+
+
+class HookInputError(ValueError):
+    """Hook input ctxbus cannot use (the hook still answers, with an empty context)."""
+
+
+def session_of(hook_input: dict[str, Any]) -> str:
+    session = hook_input.get("session_id")
+    return session.strip()[:500] if isinstance(session, str) and session.strip() else UNKNOWN_SESSION
+
+
+def request_for(hook_input: dict[str, Any], settings: HookSettings) -> RetrievalRequested:
+    event = hook_input.get("hook_event_name")
+    trigger = CONTEXT_EVENTS.get(event) if isinstance(event, str) else None
+    if trigger is None:
+        raise HookInputError(f"hook event {event!r} does not ask for context")
+    if trigger is Trigger.USER_PROMPT:
+        prompt = hook_input.get("prompt")
+        if not isinstance(prompt, str):
+            raise HookInputError("UserPromptSubmit input has no prompt")
+    else:
+        source = hook_input.get("source") if isinstance(hook_input.get("source"), str) else "startup"
+        prompt = f"Session {source}: conventions, decisions, warnings and patterns of this project"
+    return RetrievalRequested(
+        agent_name=AGENT_NAME,
+        prompt=prompt[:MAX_PROMPT_CHARS],
+        trigger=trigger,
+        max_items=settings.max_patterns,
+        min_confidence=settings.min_confidence,
+        max_chars=settings.max_chars,
+    )
+
+
+def hook_output(event: str, context: str, max_chars: int) -> dict[str, Any]:
+    """Claude Code's JSON for adding context (at most ``max_chars``: above 10,000 it is replaced by a preview)."""
+    if event not in CONTEXT_EVENTS:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context[:max_chars]}}

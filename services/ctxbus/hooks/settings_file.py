@@ -1,0 +1,75 @@
+"""Merging ctxbus's hooks into Claude Code's ``settings.json`` and taking them out again (pure dict work).
+
+ctxbus's entries are recognised by their command (``... ctxbus hook <event>``); every other hook,
+and every other setting, is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+#: Claude Code event -> the ``ctxbus hook`` sub-command that serves it
+HOOKED_EVENTS = {
+    "UserPromptSubmit": "user-prompt-submit",
+    "SessionStart": "session-start",
+    "SessionEnd": "session-end",
+    "Stop": "stop",
+}
+_OURS = re.compile(r"(^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook\s+(user-prompt-submit|session-start|session-end|stop)\b")
+
+
+class SettingsFileError(ValueError):
+    """A settings file whose shape ctxbus will not edit."""
+
+
+def is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(_OURS.search(hook["command"]))
+
+
+def _groups(settings: dict[str, Any], event: str) -> list[Any]:
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsFileError('"hooks" is not an object')
+    groups = hooks.setdefault(event, [])
+    if not isinstance(groups, list):
+        raise SettingsFileError(f'"hooks.{event}" is not a list')
+    return groups
+
+
+def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with every ctxbus hook removed (and groups or events left empty by that removed)."""
+    result = copy.deepcopy(settings)
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                remaining = [h for h in group["hooks"] if not is_ours(h)]
+                if not remaining and len(remaining) != len(group["hooks"]):
+                    continue
+                kept_groups.append({**group, "hooks": remaining})
+            else:
+                kept_groups.append(group)
+        if kept_groups:
+            hooks[event] = kept_groups
+        elif groups:
+            del hooks[event]
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def with_ours(settings: dict[str, Any], executable: str, timeout_s: int) -> dict[str, Any]:
+    """``settings`` with ctxbus's hooks installed once (an older ctxbus entry is replaced)."""
+    result = without_ours(settings)
+    for event, sub in HOOKED_EVENTS.items():
+        command = f'"{executable}" hook {sub}' if " " in executable else f"{executable} hook {sub}"
+        _groups(result, event).append({"hooks": [{"type": "command", "command": command, "timeout": timeout_s}]})
+    return result
