@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, Resources, open_embedder, open_store, run_services
+from ctxbus.wiring import SERVICES, Resources, open_store, run_services
 
 from .kafka_io import read_all
 
@@ -50,11 +50,6 @@ OTHER_PATTERNS = """{
      "confidence": 0.99, "usage_count": 50, "success_rate": 1.0}
   ]
 }"""
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[Embedder]:
-    yield open_embedder(Settings())
 
 
 @pytest.fixture

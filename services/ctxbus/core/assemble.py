@@ -75,7 +75,7 @@ def pattern_block(item: MemoryItem) -> list[str]:
     """Seed 002's markdown for one learned pattern."""
     lines = [f"### {item.title or item.id}"]
     if item.domains:
-        lines.append(f"- **Domain**: {item.domains[0]}")
+        lines.append(f"- **Domain**: {', '.join(item.domains)}")
     lines.append(f"- **Confidence**: {item.confidence:.0%}")
     if item.success_rate is not None:
         lines.append(f"- **Success Rate**: {item.success_rate:.0%}")

@@ -1,8 +1,17 @@
 """Seed 002's learned-patterns file: ``{"version", "last_updated", "patterns": [...]}``.
 
-Each pattern becomes a ``MemoryItem`` of kind PATTERN. A bad pattern is reported
-(index, id, reason) and skipped; the good ones are kept. A file that is not JSON
-or has no ``patterns`` list is a :class:`PatternFileError`.
+Each pattern (``pattern_id, domain, title, description, confidence, usage_count,
+success_rate, example_reference``) becomes a ``MemoryItem`` of kind PATTERN:
+id = pattern_id, content = description, domains = (domain,), source = the file
+path, created_at = updated_at = the file's ``last_updated`` when it is a
+readable ISO-8601 time (else ``now`` when given, else the model's default).
+
+A bad pattern is reported (:class:`PatternError`: index, pattern_id if any,
+reason, file) and skipped; the good ones are kept. A repeated pattern_id in one
+file is reported and the first one kept. A file that cannot be read, is not
+JSON or has no ``patterns`` list is a :class:`PatternFileError`.
+
+The only I/O is reading the files named by the caller.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from ctxbus.memory.model import MemoryItem, MemoryKind
 
 #: Largest pattern file read, in bytes.
 MAX_FILE_BYTES = 20_000_000
+#: Validation messages quoted per bad pattern.
+MAX_REASONS = 3
 
 
 class PatternFileError(ValueError):
@@ -32,17 +43,23 @@ class PatternFileError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PatternError:
+    """One pattern that was skipped: its position, its id when it has one, why, and in which file."""
+
     index: int
     pattern_id: str | None
     reason: str
+    path: str | None = None
 
     def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
         who = f" ({self.pattern_id})" if self.pattern_id else ""
-        return f"pattern #{self.index}{who}: {self.reason}"
+        return f"{where}pattern #{self.index}{who}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedPatterns:
+    """The patterns read (in file order) and the ones skipped."""
+
     items: list[MemoryItem]
     errors: list[PatternError]
 
@@ -58,24 +75,45 @@ def _timestamp(value: Any) -> datetime | None:
 
 
 def _reason(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'pattern'}: {e['msg']}" for e in exc.errors()[:3])
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'pattern'}: {e['msg']}" for e in exc.errors()[:MAX_REASONS]
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_json_types(raw: dict[str, Any]) -> None:
+    """JSON types the model would otherwise coerce (``true`` as 1.0, ``"0.9"`` as 0.9) are refused."""
+    if not _is_number(raw.get("confidence")):
+        raise ValueError("confidence must be a number from 0 to 1")
+    if raw.get("success_rate") is not None and not _is_number(raw["success_rate"]):
+        raise ValueError("success_rate must be a number from 0 to 1 or null")
+    usage = raw.get("usage_count", 0)
+    if not isinstance(usage, int) or isinstance(usage, bool):
+        raise ValueError("usage_count must be a whole number")
+    if raw.get("domain") is not None and not isinstance(raw["domain"], str):
+        raise ValueError("domain must be a string")
 
 
 def pattern_item(raw: Any, *, project: str, source: str, updated: datetime | None) -> MemoryItem:
-    """One pattern dict -> MemoryItem; raises ValueError/ValidationError with the reason."""
+    """One pattern dict -> MemoryItem; raises ValueError (or pydantic's ValidationError) with the reason."""
     if not isinstance(raw, dict):
         raise ValueError(f"a pattern must be an object, not {type(raw).__name__}")
     pid = raw.get("pattern_id")
     if not isinstance(pid, str) or not pid.strip():
         raise ValueError("pattern_id is missing or blank")
+    _check_json_types(raw)
+    domain = raw.get("domain")
     fields: dict[str, Any] = {
         "id": pid,
         "project": project,
         "kind": MemoryKind.PATTERN,
         "title": raw.get("title") or "",
         "content": raw.get("description"),
-        "domains": (raw["domain"],) if isinstance(raw.get("domain"), str) else (),
-        "confidence": raw.get("confidence"),
+        "domains": (domain,) if isinstance(domain, str) else (),
+        "confidence": raw["confidence"],
         "usage_count": raw.get("usage_count", 0),
         "success_rate": raw.get("success_rate"),
         "example_reference": raw.get("example_reference"),
@@ -86,51 +124,78 @@ def pattern_item(raw: Any, *, project: str, source: str, updated: datetime | Non
     return MemoryItem.model_validate(fields)
 
 
-def parse_patterns(document: Any, *, path: Path, project: str) -> ParsedPatterns:
+def _raw_id(raw: Any) -> str | None:
+    pid = raw.get("pattern_id") if isinstance(raw, dict) else None
+    return pid if isinstance(pid, str) and pid.strip() else None
+
+
+def parse_patterns(document: Any, *, path: Path, project: str, now: datetime | None = None) -> ParsedPatterns:
+    """A decoded learned-patterns document -> items and per-pattern errors.
+
+    ``now`` dates the items when the document has no readable ``last_updated``.
+    Raises PatternFileError when ``document`` is not an object with a ``patterns`` list.
+    """
     if not isinstance(document, dict) or not isinstance(document.get("patterns"), list):
         raise PatternFileError(path, 'expected an object with a "patterns" list')
-    updated = _timestamp(document.get("last_updated"))
+    updated = _timestamp(document.get("last_updated")) or now
+    source = str(path)
     items: list[MemoryItem] = []
     errors: list[PatternError] = []
+    first_index: dict[str, int] = {}
     for index, raw in enumerate(document["patterns"]):
-        pid = raw.get("pattern_id") if isinstance(raw, dict) and isinstance(raw.get("pattern_id"), str) else None
+        pid = _raw_id(raw)
         try:
-            items.append(pattern_item(raw, project=project, source=str(path), updated=updated))
+            item = pattern_item(raw, project=project, source=source, updated=updated)
         except ValidationError as exc:
-            errors.append(PatternError(index, pid, _reason(exc)))
+            errors.append(PatternError(index, pid, _reason(exc), source))
+            continue
         except ValueError as exc:
-            errors.append(PatternError(index, pid, str(exc)))
+            errors.append(PatternError(index, pid, str(exc), source))
+            continue
+        if item.id in first_index:
+            reason = f"duplicate pattern_id (first at #{first_index[item.id]}, which is kept)"
+            errors.append(PatternError(index, item.id, reason, source))
+            continue
+        first_index[item.id] = index
+        items.append(item)
     return ParsedPatterns(items, errors)
 
 
 def read_json(path: Path) -> Any:
+    """The decoded JSON of ``path``; PatternFileError when it cannot be read or is not JSON."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise PatternFileError(path, f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise PatternFileError(path, f"cannot read: {exc.strerror or exc}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PatternFileError(path, f"not valid JSON: {exc}") from exc
 
 
-def parse_pattern_file(path: Path, *, project: str) -> ParsedPatterns:
-    return parse_patterns(read_json(path), path=path, project=project)
+def parse_pattern_file(path: Path, *, project: str, now: datetime | None = None) -> ParsedPatterns:
+    """Read and parse one learned-patterns file (see :func:`parse_patterns`)."""
+    return parse_patterns(read_json(path), path=path, project=project, now=now)
 
 
-def merge_pattern_files(project_file: Path | None, home_file: Path | None, *, project: str) -> ParsedPatterns:
+def merge_pattern_files(
+    project_file: Path | None, home_file: Path | None, *, project: str, now: datetime | None = None
+) -> ParsedPatterns:
     """The project file merged over the home file: same pattern_id, the project's wins.
 
-    A missing file contributes nothing; an unreadable one raises PatternFileError.
+    Items: the project file's, then the home file's not overridden. Errors: both
+    files' (each names its file). A missing file (or None) contributes nothing;
+    a file that exists but cannot be read raises PatternFileError. A project
+    pattern that is invalid does not hide the home pattern of the same id.
     """
     merged: dict[str, MemoryItem] = {}
     errors: list[PatternError] = []
-    for path in (home_file, project_file):
+    for path in (project_file, home_file):
         if path is None or not path.exists():
             continue
-        parsed = parse_pattern_file(path, project=project)
+        parsed = parse_pattern_file(path, project=project, now=now)
         errors.extend(parsed.errors)
         for item in parsed.items:
-            merged[item.id] = item
+            merged.setdefault(item.id, item)
     return ParsedPatterns(list(merged.values()), errors)

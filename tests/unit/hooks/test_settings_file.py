@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ctxbus.hooks.settings_file import HOOKED_EVENTS, is_ours, with_ours, without_ours
+
+OTHERS: dict[str, Any] = {
+    "model": "opus",
+    "hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo mine"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
+    },
+}
+
+
+def ours(settings: dict[str, Any]) -> list[str]:
+    return [
+        h["command"]
+        for groups in settings.get("hooks", {}).values()
+        for g in groups
+        for h in g.get("hooks", [])
+        if is_ours(h)
+    ]
+
+
+def test_install_adds_one_entry_per_event_and_keeps_everything_else() -> None:
+    before = copy.deepcopy(OTHERS)
+    merged = with_ours(OTHERS, "/opt/ctxbus/bin/ctxbus", 3)
+    assert before == OTHERS  # the input is not modified
+    assert merged["model"] == "opus"
+    assert merged["hooks"]["PreToolUse"] == OTHERS["hooks"]["PreToolUse"]
+    assert merged["hooks"]["UserPromptSubmit"][0] == OTHERS["hooks"]["UserPromptSubmit"][0]
+    assert sorted(ours(merged)) == sorted(f"/opt/ctxbus/bin/ctxbus hook {s}" for s in HOOKED_EVENTS.values())
+    assert all(
+        g["hooks"][0]["timeout"] == 3 for e in HOOKED_EVENTS for g in merged["hooks"][e] if is_ours(g["hooks"][0])
+    )
+
+
+def test_install_twice_is_install_once_and_replaces_an_old_path() -> None:
+    once = with_ours(OTHERS, "/old/ctxbus", 3)
+    twice = with_ours(with_ours(once, "/new/ctxbus", 3), "/new/ctxbus", 3)
+    assert len(ours(twice)) == len(HOOKED_EVENTS)
+    assert all(c.startswith("/new/ctxbus") for c in ours(twice))
+
+
+def test_uninstall_removes_only_ours() -> None:
+    assert without_ours(with_ours(OTHERS, "ctxbus", 3)) == OTHERS
+    assert without_ours(with_ours({}, "ctxbus", 3)) == {}
+
+
+def test_paths_with_spaces_are_quoted_and_still_recognised() -> None:
+    merged = with_ours({}, "/Users/me/My Tools/ctxbus", 3)
+    assert all(c.startswith('"/Users/me/My Tools/ctxbus" hook ') for c in ours(merged))
+    assert without_ours(merged) == {}
+
+
+def test_similar_but_foreign_commands_are_not_ours() -> None:
+    assert not is_ours({"command": "mctxbus hook stop"})
+    assert not is_ours({"command": "ctxbus hooks install"})
+    assert is_ours({"command": "ctxbus hook session-start"})
