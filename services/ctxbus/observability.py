@@ -111,6 +111,12 @@ class Metrics:
             registry=r,
         )
 
+        self.precontext = Counter(
+            "context_injection_count",
+            "Pre-contexts injected for agent switching, by type (circuit_breaker, retry, helper)",
+            ["type"],
+            registry=r,
+        )
         self.gateway_requests = Counter(
             "ctxbus_gateway_requests_total",
             "Hook calls answered by the gateway, by hook event and outcome "

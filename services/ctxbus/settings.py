@@ -109,6 +109,30 @@ class InjectionSettings(BaseSettings):
     min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0)
 
 
+class PreContextSettings(BaseSettings):
+    """Seed 003's switches for pre-context on agent switching."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_PRECONTEXT_", extra="ignore")
+
+    enabled: bool = True
+    max_lines: int = Field(default=10, ge=3, le=50)
+    #: comma-separated: circuit_breaker, retry, helper
+    types: str = "circuit_breaker,retry,helper"
+    helper_max_attempts: int = Field(default=2, ge=1, le=20)
+    max_files: int = Field(default=3, ge=1, le=20)
+    max_tokens: int = Field(default=100, ge=20, le=2_000)
+
+    @field_validator("types")
+    @classmethod
+    def _types_known(cls, value: str) -> str:
+        known = {"circuit_breaker", "retry", "helper"}
+        names = {t.strip() for t in value.split(",") if t.strip()}
+        unknown = names - known
+        if unknown:
+            raise ValueError(f"unknown pre-context types {sorted(unknown)}; valid: {sorted(known)}")
+        return ",".join(sorted(names))
+
+
 class HookSettings(BaseSettings):
     """What the Claude Code hooks do (read by the gateway; the lean hook client reads the same names)."""
 
@@ -148,6 +172,7 @@ class Settings(BaseSettings):
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     injection: InjectionSettings = Field(default_factory=InjectionSettings)
     hook: HookSettings = Field(default_factory=HookSettings)
+    precontext: PreContextSettings = Field(default_factory=PreContextSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     @field_validator("topic_prefix")
@@ -165,6 +190,10 @@ class Settings(BaseSettings):
     @property
     def record_db(self) -> Path:
         return self.data_dir / "injections.sqlite3"
+
+    @property
+    def attempts_db(self) -> Path:
+        return self.data_dir / "attempts.sqlite3"
 
     @property
     def runtime_file(self) -> Path:

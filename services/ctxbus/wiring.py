@@ -14,12 +14,14 @@ from datetime import UTC, datetime
 
 import structlog
 
+from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
@@ -44,6 +46,15 @@ def open_embedder(settings: Settings) -> Embedder:
     return embedder
 
 
+def token_counter(settings: Settings, embedder: Embedder | None = None) -> Callable[[str], int]:
+    """Tokens as the model counts them (its tokenizer only: the ONNX session is not loaded for this)."""
+    if embedder is not None:
+        return embedder.count_tokens
+    from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415
+
+    return OnnxMiniLmEmbedder(settings.embedder).count_tokens
+
+
 def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
     """The configured Qdrant server, else the embedded Qdrant Edge shard (owned by this process)."""
     if settings.qdrant.url:
@@ -64,23 +75,37 @@ class Resources:
     embedder: Embedder | None = None
     store: VectorStore | None = None
     record: InjectionRecord | None = None
+    attempts: AttemptStore | None = None
 
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
         if self.record is not None:
             self.record.close()
+        if self.attempts is not None:
+            self.attempts.close()
 
 
-def build_handler(name: str, res: Resources, topics: Topics) -> tuple[Handler, str, str, tuple[str, ...]]:
-    """(handler, input topic, expected event type, output topics) of a service."""
+@dataclass(frozen=True, slots=True)
+class RunnerSpec:
+    """One consumer loop of a service: its name (and consumer group), handler, input and outputs."""
+
+    name: str
+    handler: Handler
+    topic: str
+    expect: str
+    outputs: tuple[str, ...] = ()
+
+
+def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
+    """The consumer loops a service runs (the injector also records agent attempts for pre-context)."""
     s = res.settings
     if name == "retriever":
         if res.embedder is None:
             res.embedder = open_embedder(s)
         if res.store is None:
             res.store = open_store(s, res.embedder)
-        handler: Handler = RetrieverHandler(
+        retriever = RetrieverHandler(
             res.embedder,
             res.store,
             topics,
@@ -89,14 +114,50 @@ def build_handler(name: str, res: Resources, topics: Topics) -> tuple[Handler, s
             min_similarity=s.injection.min_similarity,
             clock=utc_now,
         )
-        return handler, topics.retrieval_requested, EventType.RETRIEVAL_REQUESTED, (topics.retrieval_completed,)
+        return [
+            RunnerSpec(
+                "retriever",
+                retriever,
+                topics.retrieval_requested,
+                EventType.RETRIEVAL_REQUESTED,
+                (topics.retrieval_completed,),
+            )
+        ]
     if name == "injector":
-        handler = InjectorHandler(topics, res.metrics, s.injection, clock=utc_now)
-        return handler, topics.retrieval_completed, EventType.RETRIEVAL_COMPLETED, (topics.context_injected,)
+        if res.attempts is None:
+            res.attempts = AttemptStore(s.attempts_db)
+        injector = InjectorHandler(
+            topics,
+            res.metrics,
+            s.injection,
+            clock=utc_now,
+            attempts=res.attempts,
+            precontext=policy_from(s.precontext),
+            count_tokens=token_counter(s, res.embedder),
+        )
+        return [
+            RunnerSpec(
+                "injector",
+                injector,
+                topics.retrieval_completed,
+                EventType.RETRIEVAL_COMPLETED,
+                (topics.context_injected,),
+            ),
+            RunnerSpec(
+                "attempts", AttemptRecorderHandler(res.attempts), topics.attempt_recorded, EventType.ATTEMPT_RECORDED
+            ),
+        ]
     if name == "recorder":
         if res.record is None:
             res.record = InjectionRecord(s.record_db)
-        return RecorderHandler(res.record, res.metrics), topics.context_injected, EventType.CONTEXT_INJECTED, ()
+        return [
+            RunnerSpec(
+                "recorder",
+                RecorderHandler(res.record, res.metrics),
+                topics.context_injected,
+                EventType.CONTEXT_INJECTED,
+            )
+        ]
     raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
 
 
@@ -136,24 +197,23 @@ async def run_services(
     res = resources or Resources(settings=settings, metrics=metrics)
     try:
         async with publisher_for(config, "+".join(names)) as publisher:
-            runners = []
-            for name in names:
-                handler, topic, expect, outputs = build_handler(name, res, topics)
-                runners.append(
-                    ConsumerRunner(
-                        name=name,
-                        config=config,
-                        topic=topic,
-                        group_id=f"{settings.topic_prefix}.{name}",
-                        handler=handler,
-                        publisher=publisher,
-                        dead_letter_topic=topics.dead_letter,
-                        expect_event_type=expect,
-                        settings=settings.service,
-                        metrics=metrics,
-                        output_topics=outputs,
-                    )
+            runners = [
+                ConsumerRunner(
+                    name=spec.name,
+                    config=config,
+                    topic=spec.topic,
+                    group_id=f"{settings.topic_prefix}.{spec.name}",
+                    handler=spec.handler,
+                    publisher=publisher,
+                    dead_letter_topic=topics.dead_letter,
+                    expect_event_type=spec.expect,
+                    settings=settings.service,
+                    metrics=metrics,
+                    output_topics=spec.outputs,
                 )
+                for name in names
+                for spec in build_runners(name, res, topics)
+            ]
             waiter = asyncio.create_task(_when_ready(runners, on_ready))
             try:
                 await asyncio.gather(*(r.run(stop) for r in runners))

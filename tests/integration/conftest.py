@@ -16,7 +16,9 @@ from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
+from ctxbus.ports import Embedder
 from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
+from ctxbus.wiring import SERVICES, Resources, open_store, run_services
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +68,23 @@ async def running(coro_factory: object, stop: asyncio.Event) -> AsyncIterator[as
 @pytest.fixture
 def metrics() -> Metrics:
     return Metrics()
+
+
+@pytest.fixture
+async def running_pipeline(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder
+) -> AsyncIterator[Resources]:
+    """The three services in this test's loop, on the worker's broker and a fresh embedded store.
+
+    The yielded resources hold the open store: tests ingest into it while the services run.
+    """
+    metrics = Metrics()
+    res = Resources(settings=settings, metrics=metrics, embedder=embedder, store=open_store(settings, embedder))
+    stop, ready = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(run_services(SERVICES, settings, kafka, metrics, stop, res, on_ready=ready.set))
+    await asyncio.wait_for(ready.wait(), 60)
+    try:
+        yield res
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,9 @@ from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
-from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_services
+from ctxbus.wiring import Resources
 
 from .kafka_io import read_all
 
@@ -53,23 +51,13 @@ OTHER_PATTERNS = """{
 
 
 @pytest.fixture
-async def pipeline(
-    settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[Resources]:
+async def pipeline(running_pipeline: Resources, embedder: Embedder, tmp_path: Path) -> Resources:
     (tmp_path / "acme.json").write_text(ACME_PATTERNS)
     (tmp_path / "other.json").write_text(OTHER_PATTERNS)
-    store = open_store(settings, embedder)
-    ingest(parse_pattern_file(tmp_path / "acme.json", project="acme/web").items, embedder, store)
-    ingest(parse_pattern_file(tmp_path / "other.json", project="other/app").items, embedder, store)
-    metrics = Metrics()
-    res = Resources(settings=settings, metrics=metrics, embedder=embedder, store=store)
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_services(SERVICES, settings, kafka, metrics, stop, res))
-    try:
-        yield res
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
+    assert running_pipeline.store is not None
+    for name, project in (("acme.json", "acme/web"), ("other.json", "other/app")):
+        ingest(parse_pattern_file(tmp_path / name, project=project).items, embedder, running_pipeline.store)
+    return running_pipeline
 
 
 def request(prompt: str, project: str, **kw: object) -> Envelope[RetrievalRequested]:

@@ -36,6 +36,9 @@ def register(sub: Any) -> None:
     req.add_argument("--max-chars", type=int, default=10_000)
     req.add_argument("--max-tokens", type=int, default=2_000)
     req.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the injection")
+    req.add_argument("--task", help="task id (retry, fallback and helper triggers get its pre-context)")
+    req.add_argument("--failed-provider", help="the provider that just failed (fallback trigger)")
+    req.add_argument("--failure-reason", help="why it failed (fallback trigger)")
     req.add_argument("--json", action="store_true", help="print the injected event as JSON")
     req.set_defaults(handler=cmd_request)
     tail = sub.add_parser("tail", help="print injection events as they happen")
@@ -70,6 +73,9 @@ def cmd_request(args: argparse.Namespace) -> int:
             max_chars=args.max_chars,
             max_tokens=args.max_tokens,
             trigger=Trigger(args.trigger),
+            task_id=args.task,
+            failed_provider=args.failed_provider,
+            failure_reason=args.failure_reason,
         )
         event = Envelope.root(payload, project=args.project, session_id=args.session, producer="cli")
     except ValueError as exc:

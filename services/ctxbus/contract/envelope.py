@@ -14,9 +14,15 @@ from typing import Generic, TypeVar
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from ctxbus import __version__
-from ctxbus.contract.payloads import ContextInjected, OutcomeRecorded, RetrievalCompleted, RetrievalRequested
+from ctxbus.contract.payloads import (
+    AttemptRecorded,
+    ContextInjected,
+    OutcomeRecorded,
+    RetrievalCompleted,
+    RetrievalRequested,
+)
 
-P = TypeVar("P", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded)
+P = TypeVar("P", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded)
 
 #: Namespace for ids derived from other ids (entity ids, output event ids).
 _DERIVED_NAMESPACE = uuid.UUID("0d6f5a7e-8b0e-4f0e-9d57-61c3f1f4a2b9")
@@ -34,6 +40,7 @@ class EventType:
     RETRIEVAL_COMPLETED = "context.retrieval.completed"
     CONTEXT_INJECTED = "context.injected"
     OUTCOME_RECORDED = "context.outcome.recorded"
+    ATTEMPT_RECORDED = "agent.attempt.recorded"
 
 
 #: event type -> payload model
@@ -42,6 +49,7 @@ PAYLOAD_TYPES: dict[str, type[BaseModel]] = {
     EventType.RETRIEVAL_COMPLETED: RetrievalCompleted,
     EventType.CONTEXT_INJECTED: ContextInjected,
     EventType.OUTCOME_RECORDED: OutcomeRecorded,
+    EventType.ATTEMPT_RECORDED: AttemptRecorded,
 }
 _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.items()}
 #: event type -> the schema version this code writes (checked against schemas/registry.json)
@@ -50,6 +58,7 @@ CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.RETRIEVAL_COMPLETED: 1,
     EventType.CONTEXT_INJECTED: 1,
     EventType.OUTCOME_RECORDED: 1,
+    EventType.ATTEMPT_RECORDED: 1,
 }
 
 
@@ -135,8 +144,12 @@ class Envelope(BaseModel, Generic[P]):
         )
 
 
-P2 = TypeVar("P2", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded)
+P2 = TypeVar("P2", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded)
 
 AnyEnvelope = (
-    Envelope[RetrievalRequested] | Envelope[RetrievalCompleted] | Envelope[ContextInjected] | Envelope[OutcomeRecorded]
+    Envelope[RetrievalRequested]
+    | Envelope[RetrievalCompleted]
+    | Envelope[ContextInjected]
+    | Envelope[OutcomeRecorded]
+    | Envelope[AttemptRecorded]
 )

@@ -65,6 +65,9 @@ class RetrievalRequested(_Payload):
     max_items: int = Field(default=10, ge=1, le=MAX_PATTERN_COUNT)
     trigger: Trigger
     injection_target: str = Field(default="additional_context", min_length=1, max_length=200)
+    task_id: str | None = Field(default=None, max_length=500)
+    failed_provider: str | None = Field(default=None, max_length=100)
+    failure_reason: str | None = Field(default=None, max_length=500)
 
 
 class RankedItem(_Payload):
@@ -134,6 +137,23 @@ class OutcomeRecorded(_Payload):
     outcome: Outcome = Outcome.UNKNOWN
     notes: str | None = Field(default=None, max_length=10_000)
     source: str = Field(min_length=1, max_length=200)
+
+
+class AttemptStatus(StrEnum):
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class AttemptRecorded(_Payload):
+    task_id: str = Field(min_length=1, max_length=500)
+    attempt_number: int = Field(ge=1, le=10_000)
+    provider: str = Field(min_length=1, max_length=100)
+    files_created: tuple[str, ...] = Field(default=(), max_length=1_000)
+    files_updated: tuple[str, ...] = Field(default=(), max_length=1_000)
+    status: AttemptStatus
+    validation_errors: tuple[str, ...] = Field(default=(), max_length=200)
+    exit_reason: str | None = Field(default=None, max_length=200)
+    enable_pre_context: bool | None = None
 
 
 class DeadLetter(_Payload):

@@ -28,6 +28,10 @@ class Topics:
         return f"{self.prefix}.context.outcome.recorded.v1"
 
     @property
+    def attempt_recorded(self) -> str:
+        return f"{self.prefix}.agent.attempt.recorded.v1"
+
+    @property
     def dead_letter(self) -> str:
         return f"{self.prefix}.deadletter.v1"
 
@@ -37,5 +41,6 @@ class Topics:
             self.retrieval_completed,
             self.context_injected,
             self.outcome_recorded,
+            self.attempt_recorded,
             self.dead_letter,
         )

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ctxbus.contract.payloads import AttemptStatus
 from ctxbus.core.tokens import estimate_tokens
 
 TRUNCATED_LINE = "--- CONTEXT TRUNCATED ---"
@@ -27,11 +28,6 @@ class PreContextType(StrEnum):
     CIRCUIT_BREAKER = "circuit_breaker"
     RETRY = "retry"
     HELPER = "helper"
-
-
-class AttemptStatus(StrEnum):
-    COMPLETED = "completed"
-    FAILED = "failed"
 
 
 class AttemptRecord(BaseModel):

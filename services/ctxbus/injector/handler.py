@@ -8,6 +8,7 @@ from datetime import datetime
 
 import structlog
 
+from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.kafka.runner import Output, PoisonEvent
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import (
@@ -16,10 +17,14 @@ from ctxbus.contract.payloads import (
     ContextInjected,
     ContextSource,
     RetrievalCompleted,
+    RetrievalRequested,
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.assemble import assemble
+from ctxbus.core.precontext import PreContextPolicy, build_precontext
 from ctxbus.core.ranked_items import to_ranked_hit
+from ctxbus.core.tokens import estimate_tokens
+from ctxbus.injector.attempts import PRECONTEXT_TRIGGERS
 from ctxbus.observability import Metrics
 from ctxbus.settings import InjectionSettings
 
@@ -30,12 +35,41 @@ SERVICE = "injector"
 
 class InjectorHandler:
     def __init__(
-        self, topics: Topics, metrics: Metrics, settings: InjectionSettings, *, clock: Callable[[], datetime]
+        self,
+        topics: Topics,
+        metrics: Metrics,
+        settings: InjectionSettings,
+        *,
+        clock: Callable[[], datetime],
+        attempts: AttemptStore | None = None,
+        precontext: PreContextPolicy | None = None,
+        count_tokens: Callable[[str], int] = estimate_tokens,
     ) -> None:
         self._topics = topics
         self._metrics = metrics
         self._settings = settings
         self._clock = clock
+        self._attempts = attempts
+        self._precontext = precontext or PreContextPolicy()
+        self._count_tokens = count_tokens
+
+    def _pre_context(self, request: RetrievalRequested) -> str:
+        """Seed 003's pre-context for retry, fallback and helper requests that name their task."""
+        kind = PRECONTEXT_TRIGGERS.get(request.trigger)
+        if kind is None or self._attempts is None or not request.task_id:
+            return ""
+        text = build_precontext(
+            kind,
+            self._attempts.attempts(request.task_id),
+            self._precontext,
+            enabled_for_task=self._attempts.override(request.task_id),
+            provider=request.failed_provider,
+            reason=request.failure_reason,
+            count_tokens=self._count_tokens,
+        )
+        if text:
+            self._metrics.precontext.labels(kind.value).inc()
+        return text
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         if not isinstance(event.payload, RetrievalCompleted):
@@ -49,18 +83,31 @@ class InjectorHandler:
             raise PoisonEvent(f"a ranked item cannot be read as memory: {exc}") from exc
         max_chars = min(request.max_chars, self._settings.max_chars, MAX_CONTEXT_BYTES)
         max_tokens = min(request.max_tokens, self._settings.max_tokens)
-        result = assemble(hits, max_chars=max_chars, max_tokens=max_tokens)
+        # the pre-context goes first (seed 003: at the start of the prompt) and counts against the budget
+        pre = self._pre_context(request)[: max_chars // 2]
+        result = assemble(
+            hits,
+            max_chars=max(1, max_chars - len(pre) - 1),
+            max_tokens=max(1, max_tokens - self._count_tokens(pre)),
+            count_tokens=self._count_tokens,
+        )
+        text = f"{pre}\n{result.text}" if pre and result.text else pre or result.text
         # a multi-byte text may hold more bytes than characters: the byte bound is the contract's
-        text = result.text
         while len(text.encode("utf-8")) > MAX_CONTEXT_BYTES:
             text = text[: len(text) - (len(text.encode("utf-8")) - MAX_CONTEXT_BYTES)]
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         self._metrics.stage.labels(SERVICE, "assemble").observe(elapsed_ms / 1000.0)
         empty_reason = None
-        if not result.item_ids:
+        if not text:
             empty_reason = completed.empty_reason or result.empty_reason or "nothing_fit_the_budget"
         injected = ContextInjected(
-            context_source=ContextSource.RAG_QUERY if result.item_ids else ContextSource.NONE,
+            context_source=(
+                ContextSource.RAG_QUERY
+                if result.item_ids
+                else ContextSource.SESSION_AGGREGATOR
+                if pre
+                else ContextSource.NONE
+            ),
             pattern_count=len(result.item_ids),
             context_size_bytes=len(text.encode("utf-8")),
             agent_domain=request.domain,
@@ -71,7 +118,7 @@ class InjectorHandler:
             trigger=request.trigger,
             context=text,
             context_chars=len(text),
-            token_estimate=result.tokens,
+            token_estimate=self._count_tokens(text),
             item_ids=tuple(result.item_ids),
             injection_target=request.injection_target,
             truncated=result.truncated,

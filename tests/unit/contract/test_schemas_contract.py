@@ -68,6 +68,7 @@ def _avro_fields(fullname: str) -> set[str]:
         (payloads.ContextInjected, "ctxbus.payloads.ContextInjected"),
         (payloads.DeadLetter, "ctxbus.DeadLetter"),
         (payloads.OutcomeRecorded, "ctxbus.payloads.OutcomeRecorded"),
+        (payloads.AttemptRecorded, "ctxbus.payloads.AttemptRecorded"),
     ],
 )
 def test_models_mirror_the_avro_records(model: type[BaseModel], fullname: str) -> None:

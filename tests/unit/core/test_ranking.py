@@ -1,23 +1,44 @@
+"""Ranking: every score explained by its breakdown, weights validated, order and cuts deterministic."""
+
 from __future__ import annotations
 
+import math
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ctxbus.core.ranking import NEUTRAL_DOMAIN, RankingWeights, rank, recency, score_hit
+from ctxbus.core.ranking import (
+    DEFAULT_HALF_LIFE_DAYS,
+    NEUTRAL_DOMAIN,
+    PARTS,
+    RankedHit,
+    RankingWeights,
+    domain_match,
+    rank,
+    recency,
+    score_hit,
+)
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.ports import SearchHit
 
-NOW = datetime(2026, 6, 1, tzinfo=UTC)
+NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
-def item(i: str, *, domains: tuple[str, ...] = (), confidence: float = 0.5, age_days: float = 0) -> MemoryItem:
+def item(
+    item_id: str,
+    *,
+    project: str = "p",
+    domains: tuple[str, ...] = (),
+    confidence: float = 0.5,
+    age_days: float = 0.0,
+) -> MemoryItem:
     at = NOW - timedelta(days=age_days)
     return MemoryItem(
-        id=i,
-        project="p",
-        kind=MemoryKind.PATTERN,
-        content=f"content {i}",
+        id=item_id,
+        project=project,
+        kind=MemoryKind.PRINCIPLE,
+        content=f"content of {item_id}",
         domains=domains,
         confidence=confidence,
         created_at=at,
@@ -25,51 +46,50 @@ def item(i: str, *, domains: tuple[str, ...] = (), confidence: float = 0.5, age_
     )
 
 
-def test_breakdown_parts_sum_to_the_score() -> None:
-    hit = SearchHit(item(i="a", domains=("auth",), confidence=0.9, age_days=45), 0.8)
-    ranked = score_hit(hit, domain="auth", now=NOW, weights=RankingWeights())
-    b = ranked.breakdown
-    expected = sum(b[f"weight_{k}"] * b[k] for k in ("similarity", "domain", "conviction", "recency"))
-    assert ranked.score == pytest.approx(expected) == pytest.approx(b["total"])
-    assert b["domain"] == 1.0 and b["conviction"] == 0.9
-    assert b["recency"] == pytest.approx(0.5**0.5)  # 45 days at a 90-day half-life
-
-
-def test_domain_match_neutral_without_a_requested_domain() -> None:
-    hit = SearchHit(item("a", domains=("db",)), 0.5)
-    assert score_hit(hit, domain=None, now=NOW, weights=RankingWeights()).breakdown["domain"] == NEUTRAL_DOMAIN
-    assert score_hit(hit, domain="auth", now=NOW, weights=RankingWeights()).breakdown["domain"] == 0.0
-    assert score_hit(hit, domain=" DB ", now=NOW, weights=RankingWeights()).breakdown["domain"] == 1.0
-
-
-def test_rank_orders_filters_and_caps() -> None:
-    hits = [
-        SearchHit(item("low", confidence=0.1, age_days=400), 0.1),
-        SearchHit(item("best", domains=("auth",), confidence=0.95), 0.9),
-        SearchHit(item("mid", confidence=0.5), 0.6),
-        SearchHit(item("tie-b", confidence=0.5), 0.6),
+def random_hits(rng: random.Random, count: int) -> list[SearchHit]:
+    domains = ["auth", "db", "api", "ui"]
+    return [
+        SearchHit(
+            item(
+                f"i{n:03d}",
+                domains=tuple(rng.sample(domains, rng.randint(0, 2))),
+                confidence=rng.random(),
+                age_days=rng.uniform(-10, 1000),
+            ),
+            rng.uniform(-1, 1),
+        )
+        for n in range(count)
     ]
-    ranked = rank(hits, domain="auth", now=NOW, min_score=0.2, max_items=3)
-    assert [r.item.id for r in ranked] == ["best", "mid", "tie-b"]
-    assert all(r.score >= 0.2 for r in ranked)
-    assert rank(hits, domain="auth", now=NOW, max_items=0) == []
 
 
-def test_similarity_can_be_outweighed_by_domain_and_conviction() -> None:
-    on_topic = SearchHit(item("trusted", domains=("auth",), confidence=1.0), 0.55)
-    off_topic = SearchHit(item("similar", domains=("ui",), confidence=0.2), 0.6)
-    assert rank([off_topic, on_topic], domain="auth", now=NOW)[0].item.id == "trusted"
-    only_similarity = RankingWeights(similarity=1, domain=0, conviction=0, recency=0)
-    assert rank([off_topic, on_topic], domain="auth", now=NOW, weights=only_similarity)[0].item.id == "similar"
+def test_default_weights_are_the_documented_ones() -> None:
+    w = RankingWeights()
+    assert (w.similarity, w.domain, w.conviction, w.recency, w.half_life_days) == (0.5, 0.2, 0.2, 0.1, 90.0)
+    assert w.normalised() == pytest.approx({"similarity": 0.5, "domain": 0.2, "conviction": 0.2, "recency": 0.1})
+
+
+def test_weights_are_normalised() -> None:
+    assert RankingWeights(similarity=2, domain=1, conviction=1, recency=0).normalised() == pytest.approx(
+        {"similarity": 0.5, "domain": 0.25, "conviction": 0.25, "recency": 0.0}
+    )
+    assert math.fsum(RankingWeights(similarity=3, domain=7, conviction=0.1, recency=9).normalised().values()) == (
+        pytest.approx(1.0)
+    )
 
 
 @pytest.mark.parametrize(
     "kwargs",
     [
         {"similarity": -0.1},
+        {"domain": -1},
+        {"conviction": -1e-9},
+        {"recency": -5},
         {"similarity": 0, "domain": 0, "conviction": 0, "recency": 0},
-        {"recency": float("nan")},
+        {"similarity": float("nan")},
+        {"domain": float("inf")},
         {"half_life_days": 0},
+        {"half_life_days": -90},
+        {"half_life_days": float("nan")},
     ],
 )
 def test_invalid_weights_are_refused(kwargs: dict[str, float]) -> None:
@@ -77,16 +97,123 @@ def test_invalid_weights_are_refused(kwargs: dict[str, float]) -> None:
         RankingWeights(**kwargs)
 
 
-def test_recency_halves_every_half_life_and_never_exceeds_one() -> None:
-    assert recency(item("a", age_days=90), NOW, 90) == pytest.approx(0.5)
-    assert recency(item("a", age_days=180), NOW, 90) == pytest.approx(0.25)
-    assert recency(item("a", age_days=-5), NOW, 90) == 1.0
+def test_weights_are_frozen() -> None:
+    w = RankingWeights()
+    with pytest.raises(AttributeError):
+        w.similarity = 1.0  # type: ignore[misc]
 
 
-def test_hits_below_the_similarity_floor_are_dropped_however_trusted() -> None:
-    trusted_but_unrelated = SearchHit(item("hook", domains=("auth",), confidence=1.0), 0.01)
-    related = SearchHit(item("reset", confidence=0.3), 0.5)
-    assert [r.item.id for r in rank([trusted_but_unrelated, related], domain="auth", now=NOW)] == ["hook", "reset"]
-    assert [r.item.id for r in rank([trusted_but_unrelated, related], domain="auth", now=NOW, min_similarity=0.2)] == [
-        "reset"
+@pytest.mark.parametrize("seed", range(20))
+def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None:
+    rng = random.Random(seed)
+    weights = RankingWeights(
+        similarity=rng.uniform(0, 3),
+        domain=rng.uniform(0, 3),
+        conviction=rng.uniform(0, 3),
+        recency=rng.uniform(0.01, 3),
+        half_life_days=rng.uniform(1, 365),
+    )
+    domain = rng.choice([None, "auth", "db", "nowhere"])
+    for hit in random_hits(rng, 50):
+        ranked = score_hit(hit, domain=domain, now=NOW, weights=weights)
+        b = ranked.breakdown
+        assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), "total"}
+        assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
+        assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
+        assert ranked.score == b["total"] == pytest.approx(math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS))
+        assert 0.0 <= ranked.score <= 1.0
+        assert b["conviction"] == hit.item.confidence
+        assert b["similarity"] == min(1.0, max(0.0, hit.score))
+
+
+def test_domain_match_is_one_half_or_zero() -> None:
+    tagged = item("a", domains=("auth", "db"))
+    assert domain_match(tagged, "auth") == 1.0
+    assert domain_match(tagged, " DB ") == 1.0
+    assert domain_match(tagged, "ui") == 0.0
+    assert domain_match(tagged, None) == NEUTRAL_DOMAIN == 0.5
+    assert domain_match(tagged, "   ") == NEUTRAL_DOMAIN
+    assert domain_match(item("untagged"), "auth") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("age_days", "half_life", "expected"),
+    [
+        (0, DEFAULT_HALF_LIFE_DAYS, 1.0),
+        (90, DEFAULT_HALF_LIFE_DAYS, 0.5),
+        (180, DEFAULT_HALF_LIFE_DAYS, 0.25),
+        (45, DEFAULT_HALF_LIFE_DAYS, 0.5**0.5),
+        (7, 7, 0.5),
+        (-30, DEFAULT_HALF_LIFE_DAYS, 1.0),  # dated after now: as fresh as can be
+    ],
+)
+def test_recency_decays_exponentially_with_the_half_life(age_days: float, half_life: float, expected: float) -> None:
+    assert recency(item("a", age_days=age_days), NOW, half_life) == pytest.approx(expected)
+
+
+def test_the_half_life_is_configurable_through_the_weights() -> None:
+    hit = SearchHit(item("a", age_days=30), 0.5)
+    fast = score_hit(hit, domain=None, now=NOW, weights=RankingWeights(half_life_days=30))
+    slow = score_hit(hit, domain=None, now=NOW, weights=RankingWeights())
+    assert fast.breakdown["recency"] == pytest.approx(0.5) and slow.breakdown["recency"] > 0.5
+    assert fast.score < slow.score
+
+
+def test_similarity_is_clamped_to_zero_and_one() -> None:
+    low = score_hit(SearchHit(item("a"), -0.7), domain=None, now=NOW, weights=RankingWeights())
+    high = score_hit(SearchHit(item("a"), 1.0000001), domain=None, now=NOW, weights=RankingWeights())
+    assert (low.breakdown["similarity"], high.breakdown["similarity"]) == (0.0, 1.0)
+
+
+def test_ranking_is_best_first() -> None:
+    hits = [
+        SearchHit(item("weak", confidence=0.1, age_days=400), 0.1),
+        SearchHit(item("best", domains=("auth",), confidence=0.95), 0.9),
+        SearchHit(item("middle", confidence=0.5), 0.6),
     ]
+    ranked = rank(hits, domain="auth", now=NOW)
+    assert [r.item.id for r in ranked] == ["best", "middle", "weak"]
+    assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
+    assert all(isinstance(r, RankedHit) for r in ranked)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ties_are_broken_by_item_id_whatever_the_input_order(seed: int) -> None:
+    twins = [SearchHit(item(i), 0.6) for i in ("delta", "alpha", "charlie", "bravo")]
+    twins += [SearchHit(item("alpha", project="other"), 0.6), SearchHit(item("alpha", project="a-first"), 0.6)]
+    random.Random(seed).shuffle(twins)
+    ranked = rank(twins, domain=None, now=NOW)
+    assert [(r.item.id, r.item.project) for r in ranked] == [
+        ("alpha", "a-first"),
+        ("alpha", "other"),
+        ("alpha", "p"),
+        ("bravo", "p"),
+        ("charlie", "p"),
+        ("delta", "p"),
+    ]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_min_score_and_max_items_cut_the_same_order(seed: int) -> None:
+    rng = random.Random(seed)
+    hits = random_hits(rng, rng.randint(0, 60))
+    everything = rank(hits, domain="auth", now=NOW, max_items=len(hits))
+    assert len(everything) == len(hits)
+    min_score, max_items = rng.uniform(0, 0.8), rng.randint(0, 15)
+    cut = rank(hits, domain="auth", now=NOW, min_score=min_score, max_items=max_items)
+    assert cut == [r for r in everything if r.score >= min_score][:max_items]
+
+
+def test_a_similarity_floor_drops_unrelated_hits_however_trusted() -> None:
+    unrelated = SearchHit(item("unrelated", domains=("auth",), confidence=1.0), 0.05)
+    related = SearchHit(item("related", confidence=0.3), 0.5)
+    assert [r.item.id for r in rank([unrelated, related], domain="auth", now=NOW, min_similarity=0.2)] == ["related"]
+
+
+def test_bad_arguments_are_refused() -> None:
+    hits = [SearchHit(item("a"), 0.5)]
+    with pytest.raises(ValueError, match="max_items"):
+        rank(hits, domain=None, now=NOW, max_items=-1)
+    with pytest.raises(ValueError, match="timezone"):
+        rank(hits, domain=None, now=datetime(2026, 6, 1))  # naive on purpose
+    assert rank([], domain=None, now=NOW) == []

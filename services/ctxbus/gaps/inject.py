@@ -1,0 +1,277 @@
+"""Filling a context gap through the bus: detect, request (trigger ``gap``), wait, write into the state.
+
+:func:`fill_gap` reads an agent state document, detects a gap with :mod:`ctxbus.core.gaps`
+(semantic repetition measured with the embedder's cosine), publishes a ``RetrievalRequested``
+with ``trigger=gap`` and the state's injection target, waits for the ``ContextInjected`` of
+its correlation id, and returns a *copy* of the state with the context written into the
+target key and an entry appended to ``injection_log``. Every injection is also logged
+(structlog). The input state is never mutated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import structlog
+
+from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
+from ctxbus.contract.topics import Topics
+from ctxbus.core.gaps import (
+    INJECTION_LOG_KEY,
+    AgentState,
+    Gap,
+    GapAssessment,
+    GapPolicy,
+    Similarity,
+    assess_gap,
+    parse_state,
+)
+from ctxbus.ports import Embedder, Vector
+from ctxbus.runtime import kafka_config
+from ctxbus.settings import Settings
+
+log = structlog.get_logger("ctxbus.gaps")
+
+#: The producer name on gap requests.
+PRODUCER = "gaps"
+#: Seconds :func:`fill_gap` waits for the injection by default.
+DEFAULT_TIMEOUT_S = 10.0
+#: The agent name sent when the state names none (the request needs one).
+UNKNOWN_AGENT = "unknown"
+#: The role sent when the state names none (the contract's default).
+DEFAULT_ROLE = "implementer"
+
+
+class GapStatus(StrEnum):
+    INJECTED = "injected"
+    #: a gap, a request, an answer, but nothing relevant enough to inject (the answer says why)
+    EMPTY = "empty"
+    NO_GAP = "no_gap"
+
+
+class GapInputError(ValueError):
+    """The state lacks what a request needs (its project or session): ``missing`` names them."""
+
+    def __init__(self, message: str, missing: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+class GapInjectionTimeout(TimeoutError):
+    """No injection arrived in time; the state was not changed."""
+
+    def __init__(self, gap: Gap, correlation_id: uuid.UUID, timeout_s: float) -> None:
+        super().__init__(
+            f"no injection within {timeout_s:g} s for the {gap.reason.value} gap "
+            f"(correlation {correlation_id}): is the stack running?"
+        )
+        self.gap = gap
+        self.correlation_id = correlation_id
+        self.timeout_s = timeout_s
+
+
+@dataclass(frozen=True, slots=True)
+class GapResult:
+    """What :func:`fill_gap` did: the (new) state, the gap, and why when nothing was injected."""
+
+    status: GapStatus
+    state: dict[str, Any]
+    why: str
+    gap: Gap | None = None
+    target: str | None = None
+    correlation_id: uuid.UUID | None = None
+    item_ids: tuple[str, ...] = ()
+    context_chars: int = 0
+    log_entry: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "why": self.why,
+            "gap": self.gap.to_dict() if self.gap else None,
+            "target": self.target,
+            "correlation_id": str(self.correlation_id) if self.correlation_id else None,
+            "item_ids": list(self.item_ids),
+            "context_chars": self.context_chars,
+        }
+
+
+class EmbeddingSimilarity:
+    """Cosine similarity of two texts' embeddings; each text is embedded once."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self._vectors: dict[str, Vector] = {}
+
+    def prime(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` in one batch (those not seen yet)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            self._vectors.update(zip(missing, self._embedder.embed(missing), strict=True))
+
+    def __call__(self, a: str, b: str) -> float:
+        self.prime([a, b])
+        va, vb = self._vectors[a], self._vectors[b]
+        norm = math.sqrt(sum(x * x for x in va)) * math.sqrt(sum(y * y for y in vb))
+        return sum(x * y for x, y in zip(va, vb, strict=True)) / norm if norm else 0.0
+
+
+def assess(state: AgentState, policy: GapPolicy, embedder: Embedder) -> GapAssessment:
+    """Detect a gap, measuring semantic repetition with ``embedder`` (agent messages embedded in one batch)."""
+    similarity = EmbeddingSimilarity(embedder)
+    similarity.prime([m.content for m in state.messages if m.from_agent and m.content.strip()])
+    semantic: Similarity = similarity
+    return assess_gap(state, policy, semantic)
+
+
+def gap_request(gap: Gap, state: AgentState, settings: Settings) -> RetrievalRequested:
+    """The retrieval request for a gap: its query, hints and target, the configured budget."""
+    q = gap.query
+    return RetrievalRequested(
+        agent_name=gap.agent or UNKNOWN_AGENT,
+        agent_role=state.agent_role or DEFAULT_ROLE,
+        domain=q.domain,
+        task_type=q.task_type,
+        prompt=q.text,
+        mentioned_files=q.mentioned_files,
+        max_tokens=settings.injection.max_tokens,
+        max_chars=settings.injection.max_chars,
+        max_items=settings.injection.max_items,
+        trigger=Trigger.GAP,
+        injection_target=gap.target,
+    )
+
+
+def apply_injection(
+    raw: Mapping[str, Any], gap: Gap, injected: Envelope[ContextInjected], now: datetime
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A copy of ``raw`` with the context written into the gap's target (merged into a mapping
+    already there, so a handoff's other keys survive) and the log entry appended; and the entry.
+    An empty injection writes nothing but the log entry."""
+    p = injected.payload
+    state = copy.deepcopy(dict(raw))
+    entry: dict[str, Any] = {
+        "at": now.isoformat(),
+        "agent": gap.agent,
+        "gap_reason": gap.reason.value,
+        "reasons": [r.value for r in gap.reasons],
+        "confidence": round(gap.confidence, 4),
+        "correlation_id": str(injected.correlation_id),
+        "target": gap.target,
+        "item_ids": list(p.item_ids),
+        "chars": p.context_chars,
+        "empty_reason": p.empty_reason,
+    }
+    if p.item_ids:
+        written = {
+            "context": p.context,
+            "item_ids": list(p.item_ids),
+            "gap_reason": gap.reason.value,
+            "confidence": round(gap.confidence, 4),
+            "correlation_id": str(injected.correlation_id),
+            "injected_at": now.isoformat(),
+        }
+        existing = state.get(gap.target)
+        entry["replaced"] = existing is not None and not isinstance(existing, Mapping)
+        state[gap.target] = {**existing, **written} if isinstance(existing, Mapping) else written
+    previous = state.get(INJECTION_LOG_KEY)
+    state[INJECTION_LOG_KEY] = [*previous, entry] if isinstance(previous, list) else [entry]
+    return state, entry
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def fill_gap(
+    state: Mapping[str, Any],
+    *,
+    settings: Settings,
+    embedder: Embedder | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    policy: GapPolicy | None = None,
+    project: str | None = None,
+    session_id: str | None = None,
+    clock: Callable[[], datetime] = _utc_now,
+) -> GapResult:
+    """Detect a gap in ``state`` and, if there is one, get it filled by the running pipeline.
+
+    ``project``/``session_id`` override the state's. Raises :class:`~ctxbus.core.gaps.StateError`
+    (bad state), :class:`GapInputError` (a gap but no project or session), :class:`GapInjectionTimeout`,
+    and :class:`~ctxbus.runtime.NoBroker` (nothing to connect to); the input is never changed.
+    """
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    parsed = parse_state(state)
+    if embedder is None:
+        from ctxbus.wiring import open_embedder  # noqa: PLC0415  (loads the model)
+
+        embedder = await asyncio.to_thread(open_embedder, settings)
+    assessment = await asyncio.to_thread(assess, parsed, policy or GapPolicy(), embedder)
+    gap = assessment.gap
+    if gap is None:
+        log.info("gap_not_found", why=assessment.why, confidence=round(assessment.confidence, 4))
+        return GapResult(GapStatus.NO_GAP, copy.deepcopy(dict(state)), assessment.why)
+    project = (project or parsed.project or "").strip()
+    session = (session_id or parsed.session_id or "").strip()
+    if not project or not session:
+        missing = tuple(n for n, v in (("project", project), ("session_id", session)) if not v)
+        raise GapInputError(
+            f"a {gap.reason.value} gap was found but the state has no {' and '.join(missing)} to request with", missing
+        )
+    event = Envelope.root(gap_request(gap, parsed, settings), project=project, session_id=session, producer=PRODUCER)
+    injected = await _request(settings, event, gap, timeout_s)
+    new_state, entry = apply_injection(state, gap, injected, clock())
+    p = injected.payload
+    status = GapStatus.INJECTED if p.item_ids else GapStatus.EMPTY
+    log.info(
+        "gap_context_injected" if p.item_ids else "gap_context_empty",
+        project=project,
+        session_id=session,
+        agent=gap.agent,
+        gap_reason=gap.reason.value,
+        confidence=round(gap.confidence, 4),
+        correlation_id=str(event.correlation_id),
+        target=gap.target,
+        item_ids=list(p.item_ids),
+        chars=p.context_chars,
+        empty_reason=p.empty_reason,
+    )
+    why = assessment.why if p.item_ids else f"{assessment.why}; nothing injected: {p.empty_reason}"
+    return GapResult(
+        status,
+        new_state,
+        why,
+        gap=gap,
+        target=gap.target,
+        correlation_id=event.correlation_id,
+        item_ids=p.item_ids,
+        context_chars=p.context_chars,
+        log_entry=entry,
+    )
+
+
+async def _request(
+    settings: Settings, event: Envelope[RetrievalRequested], gap: Gap, timeout_s: float
+) -> Envelope[ContextInjected]:
+    config = kafka_config(settings)
+    topics = Topics(settings.topic_prefix)
+    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, PRODUCER) as publisher:
+        router.expect(event.correlation_id)
+        await publisher.publish(topics.retrieval_requested, event)
+        try:
+            return await router.wait(event.correlation_id, timeout_s)
+        except TimeoutError as exc:
+            log.warning("gap_injection_timeout", correlation_id=str(event.correlation_id), timeout_s=timeout_s)
+            raise GapInjectionTimeout(gap, event.correlation_id, timeout_s) from exc
