@@ -56,6 +56,10 @@ def register(sub: Any) -> None:
     hooks.add_argument("--calls", type=int, default=200)
     hooks.add_argument("--json", action="store_true")
     hooks.set_defaults(handler=cmd_bench_hooks)
+    pre = bsub.add_parser("precontext", help="seed 003's pre-context builders: build time and size")
+    pre.add_argument("--tasks", type=int, default=2_000)
+    pre.add_argument("--json", action="store_true")
+    pre.set_defaults(handler=cmd_bench_precontext)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -214,3 +218,16 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
     else:
         hooks.print_report(result)
     return 0 if result["invalid_output"] == 0 else 1
+
+
+def cmd_bench_precontext(args: argparse.Namespace) -> int:
+    from ctxbus.bench import precontext  # noqa: PLC0415
+
+    if args.tasks < 1:
+        raise CliError("--tasks must be positive")
+    result = precontext.run(args.tasks)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        precontext.print_report(result)
+    return 0

@@ -184,11 +184,14 @@ ERROR_CHAR_STEPS = (80, 48, 24)
 
 
 def _tighter(policy: PreContextPolicy) -> Iterator[PreContextPolicy]:
-    """Ever tighter versions of ``policy``: fewer files first, then shorter errors."""
+    """Ever tighter versions of ``policy``: fewer files, then shorter errors, then only the last attempt."""
     for files in range(policy.max_files - 1, 0, -1):
         yield replace(policy, max_files=files)
+    tight = policy
     for chars in ERROR_CHAR_STEPS:
-        yield replace(policy, max_files=1, max_errors=min(policy.max_errors, 2), max_error_chars=chars)
+        tight = replace(policy, max_files=1, max_errors=min(policy.max_errors, 2), max_error_chars=chars)
+        yield tight
+    yield replace(tight, helper_max_attempts=1)
 
 
 def build_precontext(
