@@ -9,20 +9,15 @@ how many answers carried context, and any invalid output.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from ctxbus.bench.corpus import prompts
-from ctxbus.bench.pipeline import PROJECT, load_memories, start_stack
+from ctxbus.bench.stack import PROJECT, bench_stack
 from ctxbus.bench.stats import summary
-from ctxbus.settings import Settings
 
 WARMUP_CALLS = 5
 
@@ -33,53 +28,32 @@ def _hook_command() -> list[str]:
 
 
 def run(memories_count: int, calls: int) -> dict[str, Any]:
-    data_dir = Path(tempfile.mkdtemp(prefix="ctxbus-bench-hooks-"))
-    prefix = f"bench{uuid.uuid4().hex[:6]}"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CTXBUS_")},
-        "CTXBUS_DATA_DIR": str(data_dir),
-        "CTXBUS_TOPIC_PREFIX": prefix,
-        "CTXBUS_SERVICE_METRICS_PORT": "0",
-        "CTXBUS_GATEWAY_PORT": "0",
-        "CTXBUS_LOG_LEVEL": "WARNING",
-        "CTXBUS_PROJECT": PROJECT,
-    }
-    load_memories(Settings(data_dir=data_dir, topic_prefix=prefix), memories_count)
-    proc = start_stack(env, data_dir)
     walls: list[float] = []
     with_context = invalid = 0
-    try:
+    with bench_stack(memories_count, CTXBUS_PROJECT=PROJECT) as stack:
         command = _hook_command()
-        work = prompts(calls + WARMUP_CALLS)
-        for i, (_domain, prompt) in enumerate(work):
+        for i, (_domain, prompt) in enumerate(prompts(calls + WARMUP_CALLS)):
             stdin = json.dumps(
                 {
                     "session_id": f"bench-{i % 8}",
                     "hook_event_name": "UserPromptSubmit",
                     "prompt": prompt,
-                    "cwd": str(data_dir),
+                    "cwd": str(stack.settings.data_dir),
                     "transcript_path": "/dev/null",
                 }
             ).encode()
             started = time.perf_counter()
-            done = subprocess.run(command, input=stdin, env=env, capture_output=True, timeout=30, check=False)
+            done = subprocess.run(command, input=stdin, env=stack.env, capture_output=True, timeout=30, check=False)
             wall = (time.perf_counter() - started) * 1000
             if i < WARMUP_CALLS:
                 continue
             walls.append(wall)
             try:
-                out = json.loads(done.stdout)
-                context = out["hookSpecificOutput"]["additionalContext"]
+                context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
                 with_context += bool(context)
                 invalid += done.returncode != 0 or len(context) > 10_000
             except (ValueError, KeyError, TypeError):
                 invalid += 1
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
     return {
         "memories": memories_count,
         "calls": calls,

@@ -10,35 +10,25 @@ own timestamps, throughput, lost requests and peak RSS.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.bench.corpus import memories, prompts
+from ctxbus.bench.corpus import prompts
+from ctxbus.bench.stack import PROJECT, STARTUP_TIMEOUT_S, bench_stack
 from ctxbus.bench.stats import child_pids, peak_rss_mb, summary
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
-from ctxbus.memory.ingest import ingest
-from ctxbus.settings import Settings
 
-PROJECT = "bench"
 #: How long to wait for the last answers once sending stops.
 DRAIN_S = 10.0
-STARTUP_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -47,46 +37,6 @@ class Observed:
     request_emitted: dict[str, float] = field(default_factory=dict)
     completed_at: dict[str, float] = field(default_factory=dict)
     injected: dict[str, tuple[float, float, ContextInjected]] = field(default_factory=dict)  # recv, emitted, payload
-
-
-def load_memories(settings: Settings, count: int) -> float:
-    """Embed and store ``count`` synthetic memories, in a child process (the benchmark's own process stays
-    small, as a hook's parent would be); returns the seconds it took."""
-    started = time.perf_counter()
-    code = (
-        "import sys; from pathlib import Path; from ctxbus.bench.pipeline import _load_in_process; "
-        "from ctxbus.settings import Settings; "
-        "_load_in_process(Settings(data_dir=Path(sys.argv[1]), topic_prefix=sys.argv[2]), int(sys.argv[3]))"
-    )
-    subprocess.run([sys.executable, "-c", code, str(settings.data_dir), settings.topic_prefix, str(count)], check=True)
-    return time.perf_counter() - started
-
-
-def _load_in_process(settings: Settings, count: int) -> None:
-    from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415
-
-    embedder = open_embedder(settings)
-    store = open_store(settings, embedder)
-    try:
-        items = memories(count, PROJECT)
-        for start in range(0, len(items), 256):
-            ingest(items[start : start + 256], embedder, store)
-    finally:
-        store.close()
-
-
-def start_stack(env: dict[str, str], data_dir: Path) -> subprocess.Popen[bytes]:
-    log = (data_dir / "stack.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxbus.cli.main", "up"], env=env, stdout=log, stderr=log, start_new_session=True
-    )
-    runtime = data_dir / "runtime.json"
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while not runtime.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the stack did not start; see {data_dir / 'stack.log'}")
-        time.sleep(0.05)
-    return proc
 
 
 async def _receive(
@@ -189,39 +139,22 @@ def report(seen: Observed, total: int, duration_s: float) -> dict[str, Any]:
     }
 
 
-def run(memories_count: int, rate: float, duration_s: float, keep_dir: Path | None = None) -> dict[str, Any]:
-    data_dir = keep_dir or Path(tempfile.mkdtemp(prefix="ctxbus-bench-"))
-    prefix = f"bench{uuid.uuid4().hex[:6]}"
-    env = {
-        **os.environ,
-        "CTXBUS_DATA_DIR": str(data_dir),
-        "CTXBUS_TOPIC_PREFIX": prefix,
-        "CTXBUS_SERVICE_METRICS_PORT": "0",
-        "CTXBUS_GATEWAY_PORT": "0",
-        "CTXBUS_LOG_LEVEL": "WARNING",
-    }
-    env.pop("CTXBUS_KAFKA_BOOTSTRAP_SERVERS", None)
-    settings = Settings(data_dir=data_dir, topic_prefix=prefix)
-    load_s = load_memories(settings, memories_count)
-    proc = start_stack(env, data_dir)
-    try:
-        runtime = json.loads((data_dir / "runtime.json").read_text())
-        config = KafkaClientConfig(settings.kafka, runtime["bootstrap_servers"], embedded=True)
-        seen, total = asyncio.run(_drive(config, Topics(prefix), rate, duration_s))
+def run(memories_count: int, rate: float, duration_s: float) -> dict[str, Any]:
+    with bench_stack(memories_count) as stack:
+        seen, total = asyncio.run(_drive(stack.kafka, Topics(stack.settings.topic_prefix), rate, duration_s))
         result = report(seen, total, duration_s)
         result["peak_rss_mb"] = {
-            "stack": peak_rss_mb(proc.pid),
-            "broker": sum(peak_rss_mb(c) or 0.0 for c in child_pids(proc.pid)),
+            "stack": peak_rss_mb(stack.proc.pid),
+            "broker": sum(peak_rss_mb(c) or 0.0 for c in child_pids(stack.proc.pid)),
             "bench_client": peak_rss_mb(os.getpid()),
         }
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
     result.update(
-        {"memories": memories_count, "rate_per_s": rate, "duration_s": duration_s, "memory_load_s": round(load_s, 1)}
+        {
+            "memories": memories_count,
+            "rate_per_s": rate,
+            "duration_s": duration_s,
+            "memory_load_s": round(stack.memory_load_s, 1),
+        }
     )
     return result
 
