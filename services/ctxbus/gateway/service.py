@@ -9,12 +9,14 @@ time, the answer is the project's learned-pattern file (seed 002), never nothing
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
@@ -98,11 +100,16 @@ class HookGateway:
         request = Envelope.root(payload, project=project, session_id=session_of(hook_input), producer=SERVICE)
         self._router.expect(request.correlation_id)
         try:
-            await self._publisher.publish(self._topics.retrieval_requested, request)
+            await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), budget_s)
             injected = await self._router.wait(request.correlation_id, budget_s)
         except TimeoutError:
             log.warning("hook_timeout", project=project, correlation_id=str(request.correlation_id))
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "timeout_fallback"
+        except KafkaError as exc:
+            log.warning("hook_bus_error", project=project, error=repr(exc))
+            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "bus_error_fallback"
+        finally:
+            self._router.forget(request.correlation_id)
         context = injected.payload.context
         log.info(
             "hook_answered",

@@ -70,6 +70,12 @@ class ReplyRouter:
         self._waiting[str(correlation_id)] = fut
         return fut
 
+    def forget(self, correlation_id: uuid.UUID) -> None:
+        """Drop a registration whose request was never published (or is no longer awaited)."""
+        fut = self._waiting.pop(str(correlation_id), None)
+        if fut is not None and not fut.done():
+            fut.cancel()
+
     async def wait(self, correlation_id: uuid.UUID, timeout_s: float) -> Injected:
         """The injected event for ``correlation_id`` (registered with :meth:`expect`).
 
