@@ -126,3 +126,9 @@ def test_clear_errors_without_a_stack_and_for_bad_input(env: dict[str, str], tmp
     (tmp_path / "bad.json").write_text("{not json")
     broken = ctxbus(env, "memory", "import", str(tmp_path / "bad.json"), "--project", "p")
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr
+    bad_state = ctxbus(env, "gap", "--state", str(tmp_path / "bad.json"), "--detect-only")
+    assert bad_state.returncode != 0 and "Traceback" not in bad_state.stderr and "ctxbus: error:" in bad_state.stderr
+    sample = Path(__file__).resolve().parents[1] / "data" / "agent_state_gap.json"
+    detected = ctxbus(env, "gap", "--state", str(sample), "--detect-only")
+    assert detected.returncode == 0, detected.stderr
+    assert json.loads(detected.stdout)["gap"]["reason"] == "clarification_requested"

@@ -18,10 +18,11 @@ from typing import Any
 import structlog
 
 from ctxbus.cli.errors import CliError
-from ctxbus.core.gaps import AgentState, GapPolicy, StateError, parse_state
+from ctxbus.core.agent_state import AgentState, StateError, parse_state
+from ctxbus.core.gaps import GapPolicy
 from ctxbus.gaps.inject import DEFAULT_TIMEOUT_S, GapInjectionTimeout, GapInputError, assess, fill_gap
 from ctxbus.observability import configure_logging
-from ctxbus.runtime import NoBroker
+from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
 
 #: Largest state file read, in bytes.
@@ -88,6 +89,11 @@ def cmd_gap(args: argparse.Namespace) -> int:
         raise CliError("--project must not be blank")
     raw, parsed = load_state(args.state)
     settings = Settings()
+    if not args.detect_only:
+        try:
+            kafka_config(settings)  # fail before loading the model when there is nothing to talk to
+        except NoBroker as exc:
+            raise CliError(str(exc), 1) from exc
     if not structlog.is_configured():  # logs go to stderr: stdout is the JSON document
         configure_logging(settings.log_level, settings.log_format)
     from ctxbus.wiring import open_embedder  # noqa: PLC0415  (loads the model)

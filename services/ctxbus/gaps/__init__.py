@@ -7,7 +7,8 @@ running pipeline to fill it (see :mod:`ctxbus.gaps.inject`); the detection itsel
 
 from __future__ import annotations
 
-from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, GapReason, StateError, detect_gap, parse_state
+from ctxbus.core.agent_state import StateError, parse_state
+from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, GapReason, detect_gap
 from ctxbus.gaps.inject import (
     DEFAULT_TIMEOUT_S,
     EmbeddingSimilarity,

@@ -27,16 +27,8 @@ from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
-from ctxbus.core.gaps import (
-    INJECTION_LOG_KEY,
-    AgentState,
-    Gap,
-    GapAssessment,
-    GapPolicy,
-    Similarity,
-    assess_gap,
-    parse_state,
-)
+from ctxbus.core.agent_state import INJECTION_LOG_KEY, AgentState, parse_state
+from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, Similarity, assess_gap
 from ctxbus.ports import Embedder, Vector
 from ctxbus.runtime import kafka_config
 from ctxbus.settings import Settings
@@ -130,7 +122,8 @@ class EmbeddingSimilarity:
 def assess(state: AgentState, policy: GapPolicy, embedder: Embedder) -> GapAssessment:
     """Detect a gap, measuring semantic repetition with ``embedder`` (agent messages embedded in one batch)."""
     similarity = EmbeddingSimilarity(embedder)
-    similarity.prime([m.content for m in state.messages if m.from_agent and m.content.strip()])
+    spoken = [m.content for m in state.messages if m.from_agent and m.content.strip()]
+    similarity.prime(spoken[-policy.circular_window :])  # the messages the repetition check compares
     semantic: Similarity = similarity
     return assess_gap(state, policy, semantic)
 

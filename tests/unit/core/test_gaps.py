@@ -11,15 +11,12 @@ from typing import Any
 import pytest
 
 from ctxbus.contract.payloads import MAX_PROMPT_CHARS, TaskType
+from ctxbus.core.agent_state import DEFAULT_TARGET, HANDOFF_TARGET, AgentState, StateError, parse_state
 from ctxbus.core.gaps import (
-    DEFAULT_TARGET,
-    HANDOFF_TARGET,
-    AgentState,
     GapPolicy,
     GapReason,
     Indicator,
     Similarity,
-    StateError,
     assess_gap,
     build_query,
     combine_confidence,
@@ -31,7 +28,6 @@ from ctxbus.core.gaps import (
     detect_long_cycle,
     injection_target,
     needing_agent,
-    parse_state,
 )
 
 POLICY = GapPolicy()
