@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check services tests bench
-	$(BIN)/ruff format --check services tests bench
+	$(BIN)/ruff check services tests
+	$(BIN)/ruff format --check services tests
 	$(BIN)/mypy
 
 test: $(STAMP) lint
