@@ -87,8 +87,8 @@ def log(env: dict[str, str], message: str, **fields: Any) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
-    except OSError:
-        pass
+    except OSError as exc:  # stderr is Claude Code's debug channel; stdout stays the hook output
+        sys.stderr.write(f"ctxbus hook: cannot write {path}: {exc}; {line}\n")
 
 
 def gateway_address(env: dict[str, str]) -> tuple[str, int]:
