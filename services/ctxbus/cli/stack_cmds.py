@@ -60,6 +60,9 @@ def register(sub: Any) -> None:
     pre.add_argument("--tasks", type=int, default=2_000)
     pre.add_argument("--json", action="store_true")
     pre.set_defaults(handler=cmd_bench_precontext)
+    cls = bsub.add_parser("classify", help="task classification accuracy on the shipped labelled set")
+    cls.add_argument("--json", action="store_true")
+    cls.set_defaults(handler=cmd_bench_classify)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -230,4 +233,15 @@ def cmd_bench_precontext(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         precontext.print_report(result)
+    return 0
+
+
+def cmd_bench_classify(args: argparse.Namespace) -> int:
+    from ctxbus.bench import classify  # noqa: PLC0415
+
+    result = classify.run()
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        classify.print_report(result)
     return 0
