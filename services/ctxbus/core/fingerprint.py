@@ -1,0 +1,169 @@
+"""The context fingerprint of seed 004 §5: what a completion's context was made of, as a short stable hash.
+
+Emitted with every completion so that outcomes can later be correlated with the
+context mix. ``fingerprint`` returns a ``ContextFingerprint``: ``components``
+holds seed 004's fields (mode, complexity, file count, files hash, profile,
+tokens, kinds, compression, tier counts, tags) plus kind counts, kind and tier
+shares, the token bucket, the profile's overrides and a digest of its settings; ``hash`` is a sha256
+prefix over the coarse ones only (``HASHED_COMPONENTS``: the mix, not the exact
+counts nor the files), so similar contexts share a fingerprint and can be
+grouped.
+
+Everything is derived from counts, sets and sorted lists: no randomness, no
+clock, and the order of the items (and of the mentioned files and tags) does
+not change the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ctxbus.contract.payloads import TaskType
+from ctxbus.core.policy import item_tier
+from ctxbus.core.profiles import ContextProfile, Tier, profile_settings
+from ctxbus.core.ranking import RankedHit
+from ctxbus.core.tokens import estimate_tokens
+from ctxbus.memory.model import MemoryItem
+
+#: Hex characters of the fingerprint hash.
+FINGERPRINT_HEX_CHARS = 16
+#: Hex characters of seed 004's mentioned-files hash (md5 of the sorted list).
+FILES_HASH_HEX_CHARS = 8
+#: Hex characters of the profile settings digest.
+PROFILE_DIGEST_HEX_CHARS = 8
+#: Seed 004's complexity estimate: more mentioned files than these are moderate, complex.
+MODERATE_ABOVE_FILES = 2
+COMPLEX_ABOVE_FILES = 5
+#: Shares (of items per kind and per tier) are rounded to this step before hashing.
+SHARE_STEP = 0.25
+#: Upper bounds of the token buckets; more than the last is ``>last``, none is ``0``.
+TOKEN_BUCKETS = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
+#: Decimal places of the compression ratio in the components.
+COMPRESSION_DIGITS = 2
+#: Mode recorded when the request has no task type.
+NO_MODE = TaskType.GENERAL.value
+#: The components the hash is computed from (the context mix, not exact counts nor files).
+HASHED_COMPONENTS = (
+    "profile",
+    "profile_digest",
+    "mode",
+    "complexity",
+    "token_bucket",
+    "kinds",
+    "kind_shares",
+    "tier_shares",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextFingerprint:
+    """A context's fingerprint: the short hash and every component, JSON-able."""
+
+    hash: str
+    components: Mapping[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        """For telemetry: ``{"fingerprint": hash, **components}``."""
+        return {"fingerprint": self.hash, **self.components}
+
+
+def complexity(file_count: int) -> str:
+    """Seed 004's estimate: ``complex`` above 5 mentioned files, ``moderate`` above 2, else ``simple``."""
+    if file_count > COMPLEX_ABOVE_FILES:
+        return "complex"
+    if file_count > MODERATE_ABOVE_FILES:
+        return "moderate"
+    return "simple"
+
+
+def files_hash(files: Iterable[str]) -> str:
+    """Seed 004's hash of the mentioned files: md5 of the sorted, distinct list joined by ``|``, 8 hex."""
+    joined = "|".join(sorted({f.strip() for f in files if f.strip()}))
+    return hashlib.md5(joined.encode("utf-8"), usedforsecurity=False).hexdigest()[:FILES_HASH_HEX_CHARS]
+
+
+def profile_digest(profile: ContextProfile) -> str:
+    """A short hash of every setting of the profile, so an overridden profile fingerprints apart."""
+    canonical = json.dumps(profile_settings(profile), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:PROFILE_DIGEST_HEX_CHARS]
+
+
+def token_bucket(tokens: int) -> str:
+    """``0``, ``<=500``, ``<=1000`` ... ``<=16000``, or ``>16000``."""
+    if tokens <= 0:
+        return "0"
+    for bound in TOKEN_BUCKETS:
+        if tokens <= bound:
+            return f"<={bound}"
+    return f">{TOKEN_BUCKETS[-1]}"
+
+
+def quantise(share: float) -> float:
+    """``share`` rounded (half up) to the nearest SHARE_STEP."""
+    return math.floor(share / SHARE_STEP + 0.5) * SHARE_STEP
+
+
+def _shares(counts: Mapping[str, int], total: int) -> dict[str, float]:
+    return {k: quantise(v / total) if total else 0.0 for k, v in sorted(counts.items())}
+
+
+def _hash(components: Mapping[str, object]) -> str:
+    canonical = json.dumps({k: components[k] for k in HASHED_COMPONENTS}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:FINGERPRINT_HEX_CHARS]
+
+
+def fingerprint(
+    profile: ContextProfile,
+    task_type: TaskType | None,
+    items: Iterable[MemoryItem | RankedHit],
+    *,
+    mentioned_files: Sequence[str] = (),
+    context_tokens: int | None = None,
+    compression_ratio: float = 1.0,
+    tags: Sequence[str] = (),
+    task_id: str | None = None,
+    count_tokens: Callable[[str], int] = estimate_tokens,
+) -> ContextFingerprint:
+    """The fingerprint of the context built for a request.
+
+    ``items`` are what went into the context; ``context_tokens`` is its size (e.g.
+    ``Assembly.tokens``), estimated per item with ``count_tokens`` when not given;
+    ``compression_ratio`` is 1.0 for an uncompressed context; ``task_id`` decides
+    which items are task memory (``policy.item_tier``).
+    Raises ValueError for negative tokens or a compression ratio outside 0..1.
+    """
+    if context_tokens is not None and context_tokens < 0:
+        raise ValueError(f"context_tokens must not be negative, got {context_tokens}")
+    if not math.isfinite(compression_ratio) or not 0.0 <= compression_ratio <= 1.0:
+        raise ValueError(f"compression_ratio must be in 0..1, got {compression_ratio}")
+    memory = [i.item if isinstance(i, RankedHit) else i for i in items]
+    kind_counts = Counter(i.kind.value for i in memory)
+    tier_counts = Counter(item_tier(i, task_id).value for i in memory)
+    tier_counts_all = {t.value: tier_counts.get(t.value, 0) for t in Tier}
+    files = {f.strip() for f in mentioned_files if f.strip()}
+    tokens = context_tokens if context_tokens is not None else sum(count_tokens(i.embedding_text()) for i in memory)
+    components: dict[str, object] = {
+        "profile": profile.name,
+        "profile_digest": profile_digest(profile),
+        "overrides": list(profile.overrides),
+        "mode": task_type.value if task_type is not None else NO_MODE,
+        "complexity": complexity(len(files)),
+        "file_count": len(files),
+        "files_hash": files_hash(files),
+        "item_count": len(memory),
+        "tokens": tokens,
+        "token_bucket": token_bucket(tokens),
+        "kinds": sorted(kind_counts),
+        "kind_counts": dict(sorted(kind_counts.items())),
+        "kind_shares": _shares(kind_counts, len(memory)),
+        "tier_counts": tier_counts_all,
+        "tier_shares": _shares(tier_counts_all, len(memory)),
+        "compression": round(compression_ratio, COMPRESSION_DIGITS),
+        "tags": sorted({t.strip().lower() for t in tags if t.strip()}),
+    }
+    return ContextFingerprint(hash=_hash(components), components=components)
