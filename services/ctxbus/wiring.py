@@ -21,6 +21,7 @@ from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.core.task_prototypes import build_classifier
 from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.observability import Metrics
@@ -113,6 +114,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             min_score=s.injection.min_score,
             min_similarity=s.injection.min_similarity,
             clock=utc_now,
+            classifier=build_classifier(res.embedder),
         )
         return [
             RunnerSpec(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,11 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextSource, RetrievalCompleted, RetrievalRequested, Trigger
-from ctxbus.contract.serde import EventDeserializer
+from ctxbus.contract.payloads import ContextSource, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
+from ctxbus.contract.serde import EventDeserializer, header_value
 from ctxbus.contract.topics import Topics
+from ctxbus.core.fingerprint import HASHED_COMPONENTS
+from ctxbus.core.profiles import resolve_profile
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.ports import Embedder
@@ -123,3 +126,49 @@ async def test_a_project_without_memories_gets_an_empty_injection_with_a_reason(
 async def test_the_character_budget_is_respected(pipeline: Resources, kafka: KafkaClientConfig, topics: Topics) -> None:
     injected = await ask(kafka, topics, request("password reset login", "acme/web", max_chars=300))
     assert 0 < injected.payload.context_chars <= 300
+
+
+async def completed_for(
+    kafka: KafkaClientConfig, topics: Topics, event: Envelope[RetrievalRequested]
+) -> RetrievalCompleted:
+    await ask(kafka, topics, event)
+    for record in await read_all(kafka, topics.retrieval_completed, expect=1):
+        done = EventDeserializer()(record.value)
+        if done.correlation_id == event.correlation_id:
+            assert isinstance(done.payload, RetrievalCompleted)
+            return done.payload
+    raise AssertionError("no completion for the request")
+
+
+async def test_completions_carry_profile_task_type_and_fingerprint(
+    pipeline: Resources, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    done = await completed_for(kafka, topics, request("Fix login after password reset", "acme/web"))
+    assert done.profile == "implementer" and done.task_type is TaskType.BUGFIX
+    assert 0 < done.task_type_confidence <= 1 and done.fingerprint and len(done.fingerprint) == 16
+    assert set(HASHED_COMPONENTS) <= set(done.fingerprint_components)
+    assert json.loads(done.fingerprint_components["profile"]) == "implementer"
+    given = await completed_for(kafka, topics, request("password reset", "acme/web", task_type=TaskType.REVIEW))
+    assert given.task_type is TaskType.REVIEW and given.task_type_confidence == 1.0
+    alias = await completed_for(kafka, topics, request("password reset", "acme/web", agent_role="knight"))
+    assert alias.profile == resolve_profile("knight").name
+
+
+async def test_profile_overrides_apply_per_request(
+    pipeline: Resources, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    no_patterns = request(
+        "Fix login after password reset", "acme/web", profile_overrides={"excluded_kinds": '["pattern"]'}
+    )
+    done = await completed_for(kafka, topics, no_patterns)
+    assert done.items == () and done.empty_reason in {"no_memories_in_project", "nothing_relevant_enough"}
+
+
+async def test_an_unknown_profile_is_dead_lettered_with_the_valid_names(
+    pipeline: Resources, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    async with EventPublisher(kafka, "test") as pub:
+        await pub.publish(topics.retrieval_requested, request("anything", "acme/web", agent_role="wizard"))
+    (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
+    message = header_value(list(dead.headers), "ctxbus-dlq-error-message") or ""
+    assert "wizard" in message and "implementer" in message and "reviewer" in message

@@ -68,6 +68,8 @@ class RetrievalRequested(_Payload):
     task_id: str | None = Field(default=None, max_length=500)
     failed_provider: str | None = Field(default=None, max_length=100)
     failure_reason: str | None = Field(default=None, max_length=500)
+    #: per-request profile overrides: field name -> JSON-encoded value (see core.profiles.OVERRIDABLE)
+    profile_overrides: dict[str, str] = Field(default_factory=dict, max_length=50)
 
 
 class RankedItem(_Payload):
@@ -94,6 +96,11 @@ class RetrievalCompleted(_Payload):
     retrieval_duration_ms: float = Field(ge=0.0)
     embedding_model: str
     empty_reason: str | None = None
+    profile: str = "implementer"
+    task_type: TaskType | None = None
+    task_type_confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    fingerprint: str | None = None
+    fingerprint_components: dict[str, str] = Field(default_factory=dict)
 
 
 class ContextInjected(_Payload):
