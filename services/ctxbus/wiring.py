@@ -28,6 +28,7 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.handler import RetrieverHandler
+from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
 from ctxbus.settings import Settings
 
 log = structlog.get_logger("ctxbus.wiring")
@@ -123,7 +124,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.retrieval_requested,
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
-            )
+            ),
+            # the store has one owner: memory sent through the bus is stored by this process
+            RunnerSpec(
+                "memory",
+                MemoryUpsertHandler(res.embedder, res.store),
+                topics.memory_upserted,
+                EventType.MEMORY_UPSERTED,
+            ),
         ]
     if name == "injector":
         if res.attempts is None:

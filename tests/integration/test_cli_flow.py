@@ -62,7 +62,12 @@ def stack(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[subprocess.Pope
     (tmp_path / "patterns.json").write_text(json.dumps(PATTERNS))
     imported = ctxbus(env, "memory", "import", str(tmp_path / "patterns.json"), "--project", "acme/web")
     assert imported.returncode == 0, imported.stderr
-    assert json.loads(imported.stdout.splitlines()[-1]) == {"imported": 2, "rejected": 0, "project": "acme/web"}
+    assert json.loads(imported.stdout.splitlines()[-1]) == {
+        "imported": 2,
+        "rejected": 0,
+        "project": "acme/web",
+        "via": "store",
+    }
     log = (tmp_path / "up.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "ctxbus.cli.main", "up"], env=env, stdout=log, stderr=log)
     runtime = Path(env["CTXBUS_DATA_DIR"]) / "runtime.json"
@@ -108,8 +113,30 @@ def test_readme_flow(stack: tuple[subprocess.Popen[bytes], dict[str, object]], e
         assert f'outcome="processed",service="{service}"' in metrics
     assert "ctxbus_end_to_end_seconds_count" in metrics and "ctxbus_processing_seconds_bucket" in metrics
 
-    busy = ctxbus(env, "memory", "import", "/dev/null", "--project", "acme/web")
-    assert busy.returncode != 0 and "Traceback" not in busy.stderr
+    # while the stack owns the store, an import goes through the bus (memory.upserted) to that owner
+    later = {
+        "version": "1.0.0",
+        "patterns": [
+            {
+                "pattern_id": "samesite-cookies",
+                "domain": "auth",
+                "title": "SameSite session cookies",
+                "description": "Session cookies are SameSite=Lax and Secure; login breaks if a proxy strips them.",
+                "confidence": 0.9,
+            },
+        ],
+    }
+    (Path(env["CTXBUS_DATA_DIR"]) / "later.json").write_text(json.dumps(later))
+    queued = ctxbus(env, "memory", "import", str(Path(env["CTXBUS_DATA_DIR"]) / "later.json"), "--project", "acme/web")
+    assert queued.returncode == 0, queued.stderr
+    assert json.loads(queued.stdout.splitlines()[-1])["queued"] == 1
+    deadline = time.monotonic() + 30
+    while True:
+        again = ctxbus(env, "request", "--project", "acme/web", "session cookies samesite proxy login")
+        if "SameSite session cookies" in again.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert "### SameSite session cookies" in again.stdout
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0

@@ -12,12 +12,20 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextSource, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
+from ctxbus.contract.payloads import (
+    ContextSource,
+    MemoryUpserted,
+    RetrievalCompleted,
+    RetrievalRequested,
+    TaskType,
+    Trigger,
+)
 from ctxbus.contract.serde import EventDeserializer, header_value
 from ctxbus.contract.topics import Topics
 from ctxbus.core.fingerprint import HASHED_COMPONENTS
 from ctxbus.core.profiles import resolve_profile
 from ctxbus.memory.ingest import ingest
+from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
@@ -172,3 +180,30 @@ async def test_an_unknown_profile_is_dead_lettered_with_the_valid_names(
     (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
     message = header_value(list(dead.headers), "ctxbus-dlq-error-message") or ""
     assert "wizard" in message and "implementer" in message and "reviewer" in message
+
+
+async def test_memory_upserts_through_the_bus_stay_in_their_tenant(
+    pipeline: Resources, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    own = MemoryItem(
+        id="csrf",
+        project="acme/web",
+        kind=MemoryKind.WARNING,
+        title="CSRF on login",
+        content="The login form needs the CSRF token refreshed after a password reset.",
+        confidence=0.9,
+    )
+    foreign = own.model_copy(update={"id": "sneaky", "project": "other/app"})
+    async with EventPublisher(kafka, "test") as pub:
+        for items in ((own,), (foreign,)):
+            event = Envelope.root(MemoryUpserted(items=items), project="acme/web", session_id="import", producer="t")
+            await pub.publish(topics.memory_upserted, event)
+    (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
+    assert "other/app" in (header_value(list(dead.headers), "ctxbus-dlq-error-message") or "")
+    assert pipeline.store is not None
+    async with asyncio.timeout(30):
+        while not pipeline.store.get("acme/web", ["csrf"]):
+            await asyncio.sleep(0.1)
+    assert pipeline.store.get("other/app", ["sneaky"]) == []
+    injected = await ask(kafka, topics, request("CSRF token after password reset login form", "acme/web"))
+    assert "csrf" in injected.payload.item_ids

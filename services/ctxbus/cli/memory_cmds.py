@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.cli.errors import CliError
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryUpserted
+from ctxbus.contract.topics import Topics
 from ctxbus.memory.ingest import ingest
-from ctxbus.memory.pattern_file import PatternFileError, parse_pattern_file
+from ctxbus.memory.model import MemoryItem
+from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, parse_pattern_file
 from ctxbus.ports import StoreBusy, StoreModelMismatch
+from ctxbus.runtime import kafka_config, read_runtime
 from ctxbus.settings import Settings
 
 
@@ -23,29 +31,58 @@ def register(sub: Any) -> None:
     imp.set_defaults(handler=cmd_import)
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def parse_file(path: Path, project: str) -> ParsedPatterns:
+    try:
+        return parse_pattern_file(path, project=project)
+    except PatternFileError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def import_direct(settings: Settings, items: Sequence[MemoryItem]) -> int:
+    """Embed and store in this process; raises StoreBusy when the running stack owns the store."""
     from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
+    embedder = open_embedder(settings)
+    store = open_store(settings, embedder)
+    try:
+        return ingest(items, embedder, store).upserted
+    finally:
+        store.close()
+
+
+async def publish_upserts(settings: Settings, project: str, items: Sequence[MemoryItem]) -> int:
+    """Send the items to the store's owner through the bus, in events of at most MAX_ITEMS_PER_UPSERT."""
+    config = kafka_config(settings)
+    topic = Topics(settings.topic_prefix).memory_upserted
+    async with EventPublisher(config, "cli") as publisher:
+        for start in range(0, len(items), MAX_ITEMS_PER_UPSERT):
+            chunk = tuple(items[start : start + MAX_ITEMS_PER_UPSERT])
+            event = Envelope.root(
+                MemoryUpserted(items=chunk), project=project, session_id="memory-import", producer="cli"
+            )
+            await publisher.publish(topic, event)
+    return len(items)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
     settings = Settings()
     project = args.project.strip()
     if not project:
         raise CliError("--project must not be blank")
     if not args.file.is_file():
         raise CliError(f"{args.file}: no such file")
-    try:
-        parsed = parse_pattern_file(args.file, project=project)
-    except PatternFileError as exc:
-        raise CliError(str(exc)) from exc
+    parsed = parse_file(args.file, project)
     for err in parsed.errors:
         print(json.dumps({"error": str(err)}), flush=True)
-    embedder = open_embedder(settings)
+    result: dict[str, object] = {"rejected": len(parsed.errors), "project": project}
     try:
-        store = open_store(settings, embedder)
-    except (StoreBusy, StoreModelMismatch) as exc:
+        result |= {"imported": import_direct(settings, parsed.items), "via": "store"}
+    except StoreModelMismatch as exc:
         raise CliError(str(exc), 1) from exc
-    try:
-        report = ingest(parsed.items, embedder, store)
-    finally:
-        store.close()
-    print(json.dumps({"imported": report.upserted, "rejected": len(parsed.errors), "project": project}))
+    except StoreBusy as exc:
+        if read_runtime(settings) is None:  # busy, but not by a stack we can reach
+            raise CliError(str(exc), 1) from exc
+        queued = asyncio.run(publish_upserts(settings, project, parsed.items))
+        result |= {"queued": queued, "via": Topics(settings.topic_prefix).memory_upserted}
+    print(json.dumps(result))
     return 0 if not parsed.errors else 3

@@ -17,12 +17,15 @@ from ctxbus import __version__
 from ctxbus.contract.payloads import (
     AttemptRecorded,
     ContextInjected,
+    MemoryUpserted,
     OutcomeRecorded,
     RetrievalCompleted,
     RetrievalRequested,
 )
 
-P = TypeVar("P", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded)
+P = TypeVar(
+    "P", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded, MemoryUpserted
+)
 
 #: Namespace for ids derived from other ids (entity ids, output event ids).
 _DERIVED_NAMESPACE = uuid.UUID("0d6f5a7e-8b0e-4f0e-9d57-61c3f1f4a2b9")
@@ -41,6 +44,7 @@ class EventType:
     CONTEXT_INJECTED = "context.injected"
     OUTCOME_RECORDED = "context.outcome.recorded"
     ATTEMPT_RECORDED = "agent.attempt.recorded"
+    MEMORY_UPSERTED = "memory.upserted"
 
 
 #: event type -> payload model
@@ -50,6 +54,7 @@ PAYLOAD_TYPES: dict[str, type[BaseModel]] = {
     EventType.CONTEXT_INJECTED: ContextInjected,
     EventType.OUTCOME_RECORDED: OutcomeRecorded,
     EventType.ATTEMPT_RECORDED: AttemptRecorded,
+    EventType.MEMORY_UPSERTED: MemoryUpserted,
 }
 _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.items()}
 #: event type -> the schema version this code writes (checked against schemas/registry.json)
@@ -59,6 +64,7 @@ CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.CONTEXT_INJECTED: 1,
     EventType.OUTCOME_RECORDED: 1,
     EventType.ATTEMPT_RECORDED: 1,
+    EventType.MEMORY_UPSERTED: 1,
 }
 
 
@@ -144,7 +150,9 @@ class Envelope(BaseModel, Generic[P]):
         )
 
 
-P2 = TypeVar("P2", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded)
+P2 = TypeVar(
+    "P2", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded, MemoryUpserted
+)
 
 AnyEnvelope = (
     Envelope[RetrievalRequested]
@@ -152,4 +160,5 @@ AnyEnvelope = (
     | Envelope[ContextInjected]
     | Envelope[OutcomeRecorded]
     | Envelope[AttemptRecorded]
+    | Envelope[MemoryUpserted]
 )

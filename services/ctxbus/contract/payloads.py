@@ -10,6 +10,8 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from ctxbus.memory.model import MemoryItem
+
 #: Longest prompt or task description accepted in a request, in characters.
 MAX_PROMPT_CHARS = 100_000
 #: Seed 002's bound on an injected context (50 KB).
@@ -161,6 +163,16 @@ class AttemptRecorded(_Payload):
     validation_errors: tuple[str, ...] = Field(default=(), max_length=200)
     exit_reason: str | None = Field(default=None, max_length=200)
     enable_pre_context: bool | None = None
+
+
+#: Most memory items in one upsert event (bigger imports are split into several events).
+MAX_ITEMS_PER_UPSERT = 500
+
+
+class MemoryUpserted(_Payload):
+    """Memory items to add or replace; each is a ``MemoryItem`` (the Avro ``MemoryRecord``)."""
+
+    items: tuple[MemoryItem, ...] = Field(min_length=1, max_length=MAX_ITEMS_PER_UPSERT)
 
 
 class DeadLetter(_Payload):

@@ -32,6 +32,10 @@ class Topics:
         return f"{self.prefix}.agent.attempt.recorded.v1"
 
     @property
+    def memory_upserted(self) -> str:
+        return f"{self.prefix}.memory.upserted.v1"
+
+    @property
     def dead_letter(self) -> str:
         return f"{self.prefix}.deadletter.v1"
 
@@ -42,5 +46,6 @@ class Topics:
             self.context_injected,
             self.outcome_recorded,
             self.attempt_recorded,
+            self.memory_upserted,
             self.dead_letter,
         )

@@ -19,6 +19,7 @@ from ctxbus.contract.envelope import CURRENT_SCHEMA_VERSION, AnyEnvelope, Envelo
 from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.contract.registry import SchemaRegistry
 from ctxbus.contract.serde import EventDeserializer, EventSerializer
+from ctxbus.memory.model import MemoryItem
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT / "schemas"
@@ -69,6 +70,8 @@ def _avro_fields(fullname: str) -> set[str]:
         (payloads.DeadLetter, "ctxbus.DeadLetter"),
         (payloads.OutcomeRecorded, "ctxbus.payloads.OutcomeRecorded"),
         (payloads.AttemptRecorded, "ctxbus.payloads.AttemptRecorded"),
+        (payloads.MemoryUpserted, "ctxbus.payloads.MemoryUpserted"),
+        (MemoryItem, "ctxbus.payloads.MemoryRecord"),
     ],
 )
 def test_models_mirror_the_avro_records(model: type[BaseModel], fullname: str) -> None:
