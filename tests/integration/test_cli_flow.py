@@ -153,6 +153,20 @@ def test_clear_errors_without_a_stack_and_for_bad_input(env: dict[str, str], tmp
     (tmp_path / "bad.json").write_text("{not json")
     broken = ctxbus(env, "memory", "import", str(tmp_path / "bad.json"), "--project", "p")
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr
+    (tmp_path / "items.jsonl").write_text(
+        '{"id": "m1", "kind": "warning", "content": "Never log reset tokens", "domain": "auth"}\n'
+        '{"id": "m2", "kind": "nope", "content": "x"}\n'
+    )
+    mixed = ctxbus(env, "memory", "import", str(tmp_path / "items.jsonl"), "--project", "p")
+    lines = mixed.stdout.splitlines()
+    assert mixed.returncode == 3 and ":2 (m2): kind" in lines[0]
+    assert json.loads(lines[-1]) | {"via": "store"} == {"rejected": 1, "project": "p", "imported": 1, "via": "store"}
+    (tmp_path / "adr-7.md").write_text(
+        "# ADR 7: Sessions\n\nStatus: accepted\n\n## Decision\n\nRevoke refresh tokens.\n\n"
+        "## Consequences\n\nUsers sign in again.\n"
+    )
+    adr = ctxbus(env, "memory", "import", str(tmp_path / "adr-7.md"), "--project", "p")
+    assert adr.returncode == 0 and json.loads(adr.stdout)["imported"] == 3
     bad_state = ctxbus(env, "gap", "--state", str(tmp_path / "bad.json"), "--detect-only")
     assert bad_state.returncode != 0 and "Traceback" not in bad_state.stderr and "ctxbus: error:" in bad_state.stderr
     sample = Path(__file__).resolve().parents[1] / "data" / "agent_state_gap.json"

@@ -15,26 +15,41 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryUpserted
 from ctxbus.contract.topics import Topics
 from ctxbus.memory.ingest import ingest
+from ctxbus.memory.jsonl_file import parse_jsonl
+from ctxbus.memory.markdown_file import parse_markdown
 from ctxbus.memory.model import MemoryItem
+from ctxbus.memory.parse_result import MemoryFileError, ParsedMemories
 from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, parse_pattern_file
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import kafka_config, read_runtime
 from ctxbus.settings import Settings
 
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
 
 def register(sub: Any) -> None:
     memory = sub.add_parser("memory", help="manage the memories ctxbus injects")
     msub = memory.add_subparsers(dest="memory_command", required=True)
-    imp = msub.add_parser("import", help="import a learned-patterns file (seed 002 format) into a project")
+    imp = msub.add_parser(
+        "import",
+        help="import memories into a project: a learned-patterns .json (seed 002), .jsonl memory items, "
+        "or a markdown document (ADRs, conventions) chunked by heading",
+    )
     imp.add_argument("file", type=Path)
     imp.add_argument("--project", required=True)
     imp.set_defaults(handler=cmd_import)
 
 
-def parse_file(path: Path, project: str) -> ParsedPatterns:
+def parse_file(path: Path, project: str) -> ParsedPatterns | ParsedMemories:
+    """By file type: ``.jsonl`` memory items, ``.md`` documents chunked by heading, else a learned-patterns file."""
+    suffix = path.suffix.lower()
     try:
+        if suffix == ".jsonl":
+            return parse_jsonl(path, project=project)
+        if suffix in MARKDOWN_SUFFIXES:
+            return parse_markdown(path, project=project)
         return parse_pattern_file(path, project=project)
-    except PatternFileError as exc:
+    except (PatternFileError, MemoryFileError) as exc:
         raise CliError(str(exc)) from exc
 
 

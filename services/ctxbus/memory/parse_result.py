@@ -70,6 +70,4 @@ def read_text(path: Path) -> str:
 
 def validation_reason(exc: ValidationError) -> str:
     """A short reason naming the fields pydantic refused: ``"title: String should have ..."``."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'item'}: {e['msg']}" for e in exc.errors()[:MAX_REASONS]
-    )
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'item'}: {e['msg']}" for e in exc.errors()[:MAX_REASONS])
