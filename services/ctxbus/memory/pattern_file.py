@@ -25,20 +25,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ctxbus.memory.model import MemoryItem, MemoryKind
-
-#: Largest pattern file read, in bytes.
-MAX_FILE_BYTES = 20_000_000
-#: Validation messages quoted per bad pattern.
-MAX_REASONS = 3
+from ctxbus.memory.parse_result import MemoryFileError, read_text, validation_reason
 
 
-class PatternFileError(ValueError):
+class PatternFileError(MemoryFileError):
     """The file as a whole cannot be read as a learned-patterns file."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +63,6 @@ def _timestamp(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _reason(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'pattern'}: {e['msg']}" for e in exc.errors()[:MAX_REASONS]
-    )
 
 
 def _is_number(value: Any) -> bool:
@@ -147,7 +132,7 @@ def parse_patterns(document: Any, *, path: Path, project: str, now: datetime | N
         try:
             item = pattern_item(raw, project=project, source=source, updated=updated)
         except ValidationError as exc:
-            errors.append(PatternError(index, pid, _reason(exc), source))
+            errors.append(PatternError(index, pid, validation_reason(exc), source))
             continue
         except ValueError as exc:
             errors.append(PatternError(index, pid, str(exc), source))
@@ -164,13 +149,12 @@ def parse_patterns(document: Any, *, path: Path, project: str, now: datetime | N
 def read_json(path: Path) -> Any:
     """The decoded JSON of ``path``; PatternFileError when it cannot be read or is not JSON."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise PatternFileError(path, f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit")
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise PatternFileError(path, f"cannot read: {exc.strerror or exc}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = read_text(path)
+    except MemoryFileError as exc:
+        raise PatternFileError(path, exc.reason) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
         raise PatternFileError(path, f"not valid JSON: {exc}") from exc
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ctxbus.memory import pattern_file
+from ctxbus.memory import parse_result
 from ctxbus.memory.model import MemoryKind
 from ctxbus.memory.pattern_file import (
     ParsedPatterns,
@@ -199,9 +199,9 @@ def test_unreadable_and_oversized_files_are_clear_errors(tmp_path: Path, monkeyp
         parse_pattern_file(tmp_path / "missing.json", project="p")
     binary = tmp_path / "binary.json"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(PatternFileError, match="not valid JSON"):
+    with pytest.raises(PatternFileError, match="not UTF-8 text"):
         parse_pattern_file(binary, project="p")
-    monkeypatch.setattr(pattern_file, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(parse_result, "MAX_FILE_BYTES", 10)
     with pytest.raises(PatternFileError, match="limit"):
         parse_pattern_file(write(tmp_path / "big.json", SEED_002), project="p")
 
