@@ -25,7 +25,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.fingerprint import HASHED_COMPONENTS
 from ctxbus.core.profiles import resolve_profile
 from ctxbus.memory.ingest import ingest
-from ctxbus.memory.model import MemoryItem, MemoryKind
+from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
@@ -207,3 +207,23 @@ async def test_memory_upserts_through_the_bus_stay_in_their_tenant(
     assert pipeline.store.get("other/app", ["sneaky"]) == []
     injected = await ask(kafka, topics, request("CSRF token after password reset login form", "acme/web"))
     assert "csrf" in injected.payload.item_ids
+
+
+async def test_a_failed_approach_arrives_as_a_warning(
+    pipeline: Resources, embedder: Embedder, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    assert pipeline.store is not None
+    failed = MemoryItem(
+        id="cron-refresh",
+        project="acme/web",
+        kind=MemoryKind.LEARNING,
+        title="Token refresh from a cron job",
+        content="Refreshing login tokens from a cron job after a password reset raced with logins.",
+        outcome=Outcome.FAILED,
+        confidence=0.8,
+    )
+    ingest([failed], embedder, pipeline.store)
+    injected = await ask(kafka, topics, request("token refresh after password reset login", "acme/web"))
+    text = injected.payload.context
+    assert "cron-refresh" in injected.payload.item_ids
+    assert text.index("## Warnings") < text.index("### Past issue: Token refresh from a cron job")

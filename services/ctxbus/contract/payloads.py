@@ -86,6 +86,7 @@ class RankedItem(_Payload):
     success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     usage_count: int = Field(default=0, ge=0)
     example_reference: str | None = None
+    outcome: str | None = None
     score: float
     breakdown: dict[str, float] = Field(default_factory=dict)
 

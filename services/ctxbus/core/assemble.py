@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ctxbus.core.ranking import RankedHit
+from ctxbus.core.ranking import RankedHit, is_cautionary
 from ctxbus.core.tokens import estimate_tokens
 from ctxbus.memory.model import MemoryItem, MemoryKind
 
@@ -96,16 +96,31 @@ def generic_block(item: MemoryItem) -> list[str]:
     return lines
 
 
+def warning_from_failure_block(item: MemoryItem) -> list[str]:
+    """A learning from a failed session, shown as the warning it is (seed 001: "Past issue: ...")."""
+    lines = [f"### Past issue: {item.title or item.id}", f"- {item.content}", "- **Outcome**: failed: do not repeat"]
+    if item.example_reference:
+        lines.append(f"- **Reference**: {item.example_reference}")
+    return lines
+
+
+def shown_as(item: MemoryItem) -> MemoryKind:
+    """The section an item goes in: its kind, except that failed learnings are warnings."""
+    return MemoryKind.WARNING if is_cautionary(item) else item.kind
+
+
 def item_block(item: MemoryItem) -> list[str]:
     """The markdown lines for one item, by its kind."""
-    return pattern_block(item) if item.kind is MemoryKind.PATTERN else generic_block(item)
+    if item.kind is MemoryKind.PATTERN:
+        return pattern_block(item)
+    return warning_from_failure_block(item) if is_cautionary(item) else generic_block(item)
 
 
 def render(items: Sequence[MemoryItem]) -> str:
     """Markdown for ``items``: one section per kind, in the order of SECTION_TITLES."""
     out: list[str] = []
     for kind, title in SECTION_TITLES.items():
-        members = [i for i in items if i.kind is kind]
+        members = [i for i in items if shown_as(i) is kind]
         if not members:
             continue
         out.extend([title, ""])

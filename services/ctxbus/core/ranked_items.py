@@ -19,6 +19,7 @@ CARRIED_FIELDS: set[str] = set(
         "success_rate",
         "usage_count",
         "example_reference",
+        "outcome",
     }
 )
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ctxbus.memory.model import MemoryItem
+from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
 #: Domain match when no domain was requested: neither a bonus nor a penalty.
@@ -31,6 +31,15 @@ SECONDS_PER_DAY = 86_400.0
 DEFAULT_MAX_ITEMS = 10
 #: A similarity floor that keeps every hit (cosine similarity is never below -1).
 NO_SIMILARITY_FLOOR = -1.0
+#: Seed 001: how much a past session's learning counts, by the session's outcome.
+OUTCOME_WEIGHTS: dict[Outcome, float] = {
+    Outcome.SUCCESSFUL: 1.0,
+    Outcome.PARTIAL: 0.6,
+    Outcome.FAILED: 0.3,
+    Outcome.UNKNOWN: 0.5,
+}
+#: Outcomes that turn a learning into a warning (seed 001 REQ-021.5: warnings from past failures).
+CAUTIONARY_OUTCOMES = frozenset({Outcome.FAILED})
 #: The parts of a score, in breakdown order.
 PARTS = ("similarity", "domain", "conviction", "recency")
 
@@ -83,8 +92,21 @@ def recency(item: MemoryItem, now: datetime, half_life_days: float) -> float:
     return float(0.5 ** (age_days / half_life_days))
 
 
+def is_cautionary(item: MemoryItem) -> bool:
+    """A learning whose session failed: what not to do. It is shown (and ranked) as a warning."""
+    return item.kind is MemoryKind.LEARNING and item.outcome in CAUTIONARY_OUTCOMES
+
+
+def outcome_weight(item: MemoryItem) -> float:
+    """Seed 001's weight of a learning by its session's outcome; 1 for other kinds and for cautionary learnings
+    (a failed approach is not a weak recommendation but a full-strength warning)."""
+    if item.kind is not MemoryKind.LEARNING or is_cautionary(item):
+        return 1.0
+    return OUTCOME_WEIGHTS[item.outcome or Outcome.UNKNOWN]
+
+
 def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: RankingWeights) -> RankedHit:
-    """The hit's score (similarity clamped to 0..1) and its breakdown."""
+    """The hit's score (similarity clamped to 0..1, times the outcome weight of learnings) and its breakdown."""
     w = weights.normalised()
     parts = {
         "similarity": min(1.0, max(0.0, hit.score)),
@@ -92,8 +114,15 @@ def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: Ran
         "conviction": hit.item.confidence,
         "recency": recency(hit.item, now, weights.half_life_days),
     }
-    total = sum(w[name] * value for name, value in parts.items())
-    breakdown = {**parts, **{f"weight_{k}": v for k, v in w.items()}, "total": total}
+    factor = outcome_weight(hit.item)
+    total = sum(w[name] * value for name, value in parts.items()) * factor
+    breakdown = {
+        **parts,
+        **{f"weight_{k}": v for k, v in w.items()},
+        "outcome_weight": factor,
+        "as_warning": float(is_cautionary(hit.item)),
+        "total": total,
+    }
     return RankedHit(item=hit.item, score=total, breakdown=breakdown)
 
 

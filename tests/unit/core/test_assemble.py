@@ -276,3 +276,20 @@ def test_neither_budget_is_ever_exceeded(seed: int) -> None:
         assert not result.truncated or len(included) == 1
     else:
         assert result.empty_reason == BUDGET_TOO_SMALL
+
+
+def test_a_failed_learning_is_shown_as_a_warning_not_a_recommendation() -> None:
+    failed = MemoryItem(
+        id="jwt-rewrite",
+        project="p",
+        kind=MemoryKind.LEARNING,
+        title="Rewrote token refresh as a cron job",
+        content="Refreshing tokens from a cron job raced with logins and logged users out.",
+        outcome=Outcome.FAILED,
+    )
+    worked = failed.model_copy(update={"id": "ok", "title": "Refresh on 401", "outcome": Outcome.SUCCESSFUL})
+    text = assemble([RankedHit(failed, 0.9), RankedHit(worked, 0.8)]).text
+    warnings, learnings = text.index("## Warnings"), text.index("## Learnings From Past Sessions")
+    assert warnings < text.index("### Past issue: Rewrote token refresh as a cron job") < learnings
+    assert "- **Outcome**: failed: do not repeat" in text
+    assert text.index("### Refresh on 401") > learnings

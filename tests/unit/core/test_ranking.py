@@ -117,10 +117,11 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
     for hit in random_hits(rng, 50):
         ranked = score_hit(hit, domain=domain, now=NOW, weights=weights)
         b = ranked.breakdown
-        assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), "total"}
+        assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), "outcome_weight", "as_warning", "total"}
         assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
         assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
-        assert ranked.score == b["total"] == pytest.approx(math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS))
+        weighted = math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS)
+        assert ranked.score == b["total"] == pytest.approx(weighted * b["outcome_weight"])
         assert 0.0 <= ranked.score <= 1.0
         assert b["conviction"] == hit.item.confidence
         assert b["similarity"] == min(1.0, max(0.0, hit.score))
@@ -217,3 +218,28 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="timezone"):
         rank(hits, domain=None, now=datetime(2026, 6, 1))  # naive on purpose
     assert rank([], domain=None, now=NOW) == []
+
+
+@pytest.mark.parametrize(
+    ("outcome", "weight", "as_warning"),
+    [("successful", 1.0, 0.0), ("partial", 0.6, 0.0), ("unknown", 0.5, 0.0), (None, 0.5, 0.0), ("failed", 1.0, 1.0)],
+)
+def test_learnings_weigh_by_their_outcome_and_failures_become_warnings(
+    outcome: str | None, weight: float, as_warning: float
+) -> None:
+    learning = MemoryItem.model_validate(
+        {
+            "id": "l",
+            "project": "p",
+            "kind": "learning",
+            "content": "Start with an integration test",
+            "outcome": outcome,
+            "created_at": NOW,
+            "updated_at": NOW,
+        }
+    )
+    ranked = score_hit(SearchHit(learning, 0.8), domain=None, now=NOW, weights=RankingWeights())
+    assert ranked.breakdown["outcome_weight"] == weight and ranked.breakdown["as_warning"] == as_warning
+    pattern = learning.model_copy(update={"kind": MemoryKind.PATTERN})
+    plain = score_hit(SearchHit(pattern, 0.8), domain=None, now=NOW, weights=RankingWeights())
+    assert ranked.score == pytest.approx(plain.score * weight)
