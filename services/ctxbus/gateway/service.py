@@ -25,7 +25,7 @@ from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.hooks import fallback
-from ctxbus.hooks.project import git_root, project_for
+from ctxbus.hooks.project import project_for
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
 from ctxbus.observability import Metrics
 from ctxbus.settings import HookSettings
@@ -122,14 +122,15 @@ class HookGateway:
         return hook_output(event, context, self._settings.max_chars), "injected" if context else "empty"
 
     def _file_fallback(self, cwd: str | None) -> str:
-        root = Path(git_root(cwd) or cwd) if cwd else Path.cwd()
-        result = fallback.inject(
-            {"max_patterns": self._settings.max_patterns, "min_confidence": self._settings.min_confidence},
-            project_root=root,
+        # the confidence floor of the retrieval does not apply to pattern files unless set explicitly
+        explicit = "min_confidence" in self._settings.model_fields_set
+        return fallback.context_for_cwd(
+            cwd,
+            max_patterns=self._settings.max_patterns,
+            min_confidence=self._settings.min_confidence if explicit else None,
             patterns_file=self._settings.patterns_file,
             home=Path.home(),
         )
-        return result["patterns_context"]
 
     async def _outcome(self, event: str, hook_input: dict[str, Any]) -> str:
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None

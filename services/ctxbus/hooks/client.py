@@ -141,18 +141,17 @@ def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> str:
     """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach)."""
     from pathlib import Path  # noqa: PLC0415
 
-    from ctxbus.hooks.fallback import inject  # noqa: PLC0415
-    from ctxbus.hooks.project import git_root  # noqa: PLC0415
+    from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, context_for_cwd  # noqa: PLC0415
 
     raw_cwd = hook_input.get("cwd")
-    cwd = raw_cwd if isinstance(raw_cwd, str) else os.getcwd()
-    root = Path(git_root(cwd) or cwd)
-    request = {
-        "max_patterns": _int(env.get("CTXBUS_HOOK_MAX_PATTERNS"), 5),
-        "min_confidence": _float(env.get("CTXBUS_HOOK_MIN_CONFIDENCE"), 0.7),
-    }
-    patterns_file = env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json"
-    return inject(request, project_root=root, patterns_file=patterns_file, home=Path.home())["patterns_context"]
+    explicit = env.get("CTXBUS_HOOK_MIN_CONFIDENCE")
+    return context_for_cwd(
+        raw_cwd if isinstance(raw_cwd, str) else None,
+        max_patterns=_int(env.get("CTXBUS_HOOK_MAX_PATTERNS"), DEFAULT_MAX_PATTERNS),
+        min_confidence=_float(explicit, 0.0) if explicit else None,
+        patterns_file=env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json",
+        home=Path.home(),
+    )
 
 
 def _int(value: str | None, default: int) -> int:
@@ -264,22 +263,22 @@ def learned_patterns_main(env: dict[str, str]) -> int:
     import json  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
-    from ctxbus.hooks.fallback import inject  # noqa: PLC0415
+    from ctxbus.hooks.fallback import InjectorOutput, failed, inject  # noqa: PLC0415
     from ctxbus.hooks.project import git_root  # noqa: PLC0415
 
+    started = time.monotonic()
+    result: InjectorOutput
     try:
         request = json.loads(sys.stdin.buffer.read(MAX_INPUT_BYTES) or b"{}")
         if not isinstance(request, dict):
             raise ValueError("input is not a JSON object")
     except ValueError as exc:
         log(env, "learned_patterns_bad_input", error=str(exc))
-        request = {"__invalid__": True}
-    cwd = os.getcwd()
-    root = Path(git_root(cwd) or cwd)
-    patterns_file = env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json"
-    result = inject(request, project_root=root, patterns_file=patterns_file, home=Path.home())
-    if request.get("__invalid__"):
-        result = {**result, "success": False, "patterns_context": "", "pattern_count": 0, "source": "none"}
+        result = failed(started)
+    else:
+        cwd = os.getcwd()
+        patterns_file = env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json"
+        result = inject(request, project_root=Path(git_root(cwd) or cwd), patterns_file=patterns_file, home=Path.home())
     sys.stdout.write(json.dumps(result))
     sys.stdout.flush()
     return 0

@@ -52,6 +52,22 @@ def format_patterns_markdown(patterns: list[MemoryItem], max_patterns: int) -> s
     return "\n".join(lines)
 
 
+def context_for_cwd(
+    cwd: str | None, *, max_patterns: int, min_confidence: float | None, patterns_file: str, home: Path
+) -> str:
+    """What a hook injects from the pattern files when the bus cannot answer (the gateway's and the client's
+    fallback alike). ``min_confidence`` None: seed 002's default (0.7)."""
+    from ctxbus.hooks.project import git_root  # noqa: PLC0415
+
+    base = cwd or str(Path.cwd())
+    request: dict[str, Any] = {"max_patterns": max_patterns}
+    if min_confidence is not None:
+        request["min_confidence"] = min_confidence
+    return inject(request, project_root=Path(git_root(base) or base), patterns_file=patterns_file, home=home)[
+        "patterns_context"
+    ]
+
+
 def _number(value: Any, default: float, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
@@ -77,10 +93,15 @@ def inject(request: dict[str, Any], *, project_root: Path, patterns_file: str, h
         }
     except Exception:  # the contract: degrade, never fail (and say why in the hook log)
         logging.getLogger("ctxbus.hooks").exception("learned-pattern injection failed")
-        return {
-            "success": False,
-            "patterns_context": "",
-            "pattern_count": 0,
-            "source": "none",
-            "retrieval_ms": int((time.monotonic() - started) * 1000),
-        }
+        return failed(started)
+
+
+def failed(started: float) -> InjectorOutput:
+    """The contract's answer when nothing can be injected (``started``: ``time.monotonic()`` at the start)."""
+    return {
+        "success": False,
+        "patterns_context": "",
+        "pattern_count": 0,
+        "source": "none",
+        "retrieval_ms": int((time.monotonic() - started) * 1000),
+    }

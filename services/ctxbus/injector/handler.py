@@ -99,7 +99,7 @@ class InjectorHandler:
         self._metrics.stage.labels(SERVICE, "assemble").observe(elapsed_ms / 1000.0)
         empty_reason = None
         if not text:
-            empty_reason = completed.empty_reason or result.empty_reason or "nothing_fit_the_budget"
+            empty_reason = completed.empty_reason or result.empty_reason
         injected = ContextInjected(
             context_source=(
                 ContextSource.RAG_QUERY

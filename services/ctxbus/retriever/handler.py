@@ -20,7 +20,7 @@ from ctxbus.core.fingerprint import fingerprint
 from ctxbus.core.policy import apply_plan, plan_retrieval, preserve_order
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranked_items import to_payload_item
-from ctxbus.core.ranking import RankedHit, RankingWeights, rank
+from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchQuery, VectorStore
 
@@ -75,7 +75,7 @@ class RetrieverHandler:
         *,
         weights: RankingWeights | None = None,
         min_score: float = 0.0,
-        min_similarity: float = -1.0,
+        min_similarity: float = NO_SIMILARITY_FLOOR,
         clock: Callable[[], datetime],
         classifier: TaskClassifier | None = None,
         classifications: SessionClassificationCache | None = None,
