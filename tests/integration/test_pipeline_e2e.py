@@ -10,9 +10,10 @@ import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
+    ContextInjected,
     ContextSource,
     MemoryUpserted,
     RetrievalCompleted,
@@ -76,11 +77,10 @@ def request(prompt: str, project: str, **kw: object) -> Envelope[RetrievalReques
     return Envelope.root(payload, project=project, session_id="sess-42", producer="test")
 
 
-async def ask(kafka: KafkaClientConfig, topics: Topics, event: Envelope[RetrievalRequested]) -> Envelope:  # type: ignore[type-arg]
-    async with ReplyRouter(kafka, topics.context_injected) as router, EventPublisher(kafka, "test") as pub:
-        router.expect(event.correlation_id)
-        await pub.publish(topics.retrieval_requested, event)
-        return await router.wait(event.correlation_id, 60)
+async def ask(
+    kafka: KafkaClientConfig, topics: Topics, event: Envelope[RetrievalRequested]
+) -> Envelope[ContextInjected]:
+    return await request_injection(kafka, topics, event, 60, client_id="test")
 
 
 async def test_request_to_injection_with_the_causation_chain_and_project_isolation(

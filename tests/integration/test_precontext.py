@@ -14,7 +14,7 @@ import pytest
 from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import AttemptRecorded, AttemptStatus, ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
@@ -44,10 +44,7 @@ async def ask(kafka: KafkaClientConfig, topics: Topics, trigger: Trigger, **kw: 
         **kw,
     )  # type: ignore[arg-type]
     request = Envelope.root(payload, project="acme/web", session_id="api_fix_vehicle_listings", producer="test")
-    async with ReplyRouter(kafka, topics.context_injected) as router, EventPublisher(kafka, "t") as pub:
-        router.expect(request.correlation_id)
-        await pub.publish(topics.retrieval_requested, request)
-        return await router.wait(request.correlation_id, 60)
+    return await request_injection(kafka, topics, request, 60, client_id="t")
 
 
 async def test_attempts_become_pre_context_for_retries_fallbacks_and_helpers(

@@ -12,8 +12,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 
 from ctxbus.adapters.injection_record import InjectionRecord
-from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
@@ -100,17 +99,14 @@ async def _request(
 ) -> tuple[Envelope[ContextInjected], float]:
     config = _config(settings)
     topics = Topics(settings.topic_prefix)
-    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, "cli") as publisher:
-        started = time.perf_counter()
-        router.expect(event.correlation_id)
-        await publisher.publish(topics.retrieval_requested, event)
-        try:
-            injected = await router.wait(event.correlation_id, timeout_s)
-        except TimeoutError as exc:
-            raise CliError(
-                f"no injection within {timeout_s} s (correlation {event.correlation_id}): is the stack running?", 1
-            ) from exc
-        return injected, time.perf_counter() - started
+    started = time.perf_counter()
+    try:
+        injected = await request_injection(config, topics, event, timeout_s, client_id="cli")
+    except TimeoutError as exc:
+        raise CliError(
+            f"no injection within {timeout_s} s (correlation {event.correlation_id}): is the stack running?", 1
+        ) from exc
+    return injected, time.perf_counter() - started
 
 
 def cmd_tail(args: argparse.Namespace) -> int:

@@ -22,8 +22,7 @@ from typing import Any
 
 import structlog
 
-from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
@@ -260,11 +259,8 @@ async def _request(
 ) -> Envelope[ContextInjected]:
     config = kafka_config(settings)
     topics = Topics(settings.topic_prefix)
-    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, PRODUCER) as publisher:
-        router.expect(event.correlation_id)
-        await publisher.publish(topics.retrieval_requested, event)
-        try:
-            return await router.wait(event.correlation_id, timeout_s)
-        except TimeoutError as exc:
-            log.warning("gap_injection_timeout", correlation_id=str(event.correlation_id), timeout_s=timeout_s)
-            raise GapInjectionTimeout(gap, event.correlation_id, timeout_s) from exc
+    try:
+        return await request_injection(config, topics, event, timeout_s, client_id=PRODUCER)
+    except TimeoutError as exc:
+        log.warning("gap_injection_timeout", correlation_id=str(event.correlation_id), timeout_s=timeout_s)
+        raise GapInjectionTimeout(gap, event.correlation_id, timeout_s) from exc

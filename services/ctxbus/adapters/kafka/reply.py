@@ -16,9 +16,11 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextInjected
+from ctxbus.contract.payloads import ContextInjected, RetrievalRequested
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
+from ctxbus.contract.topics import Topics
 
 log = structlog.get_logger("ctxbus.reply")
 
@@ -111,3 +113,21 @@ class ReplyRouter:
                         continue
                     if isinstance(event.payload, ContextInjected):
                         fut.set_result(event)
+
+
+async def request_injection(
+    config: KafkaClientConfig,
+    topics: Topics,
+    request: Envelope[RetrievalRequested],
+    timeout_s: float,
+    *,
+    client_id: str,
+) -> Injected:
+    """Publish one retrieval request and wait for its injection (one-shot callers: CLI, gap API, scripts).
+
+    TimeoutError after ``timeout_s``. Long-lived callers (the gateway) keep one router instead.
+    """
+    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, client_id) as publisher:
+        router.expect(request.correlation_id)
+        await publisher.publish(topics.retrieval_requested, request)
+        return await router.wait(request.correlation_id, timeout_s)
