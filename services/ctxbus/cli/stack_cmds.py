@@ -111,18 +111,21 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
     created = await _create_topics(settings, config)
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
-    ready = {"services": not services, "gateway_port": 0}
+    services_ready = asyncio.Event()
+    gateway_port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    if not services:
+        services_ready.set()
 
-    def announce() -> None:
+    async def announce() -> None:
         """The runtime file is the readiness signal: written once every service can answer."""
-        if not ready["services"] or not ready["gateway_port"]:
-            return
+        await services_ready.wait()
+        gateway = await gateway_port
         RuntimeInfo(
             pid=os.getpid(),
             bootstrap_servers=config.bootstrap_servers,
             embedded=config.embedded,
             metrics_port=port,
-            gateway_port=int(ready["gateway_port"]),
+            gateway_port=gateway,
             topic_prefix=settings.topic_prefix,
             started_at=datetime.now(UTC).isoformat(),
         ).write(settings.runtime_file)
@@ -132,29 +135,25 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
             embedded=config.embedded,
             topics_created=created,
             metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
-            gateway=f"http://{settings.gateway.host}:{ready['gateway_port']}/v1/hooks",
+            gateway=f"http://{settings.gateway.host}:{gateway}/v1/hooks",
             services=list(services),
             data_dir=str(settings.data_dir),
         )
         print(
-            f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, gateway :{ready['gateway_port']}, "
+            f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, gateway :{gateway}, "
             f"services {', '.join(services) or 'none'}",
             file=sys.stderr,
             flush=True,
         )
 
-    def services_ready() -> None:
-        ready["services"] = True
-        announce()
-
-    def gateway_ready(gateway_port: int) -> None:
-        ready["gateway_port"] = gateway_port
-        announce()
-
-    tasks = [run_gateway(settings, config, metrics, stop, on_ready=gateway_ready)]
+    announcer = asyncio.create_task(announce())
+    tasks = [run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result)]
     if services:
-        tasks.append(run_services(services, settings, config, metrics, stop, on_ready=services_ready))
-    await asyncio.gather(*tasks)
+        tasks.append(run_services(services, settings, config, metrics, stop, on_ready=services_ready.set))
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        announcer.cancel()
     return 0
 
 
