@@ -57,10 +57,12 @@ class Emitter:
         self.emit_raw(json.dumps(output).encode("utf-8"))
 
 
-def output_for(event: str, context: str) -> dict[str, Any]:
+def output_for(event: str, context: str, max_chars: int = MAX_CONTEXT_CHARS) -> dict[str, Any]:
+    """Claude Code's JSON for adding context (at most ``max_chars``: above 10,000 it is replaced by a preview);
+    ``{}`` for events that add none. The gateway answers with the same."""
     if event not in CONTEXT_EVENTS:
         return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context[:MAX_CONTEXT_CHARS]}}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context[:max_chars]}}
 
 
 def empty_output(event: str) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbus.contract.payloads import MAX_PROMPT_CHARS, RetrievalRequested, Trigger
+from ctxbus.hooks.client import output_for
 from ctxbus.settings import HookSettings
 
 #: hook event name -> the trigger of the request it makes
@@ -50,7 +51,5 @@ def request_for(hook_input: dict[str, Any], settings: HookSettings) -> Retrieval
 
 
 def hook_output(event: str, context: str, max_chars: int) -> dict[str, Any]:
-    """Claude Code's JSON for adding context (at most ``max_chars``: above 10,000 it is replaced by a preview)."""
-    if event not in CONTEXT_EVENTS:
-        return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context[:max_chars]}}
+    """Claude Code's JSON for adding context: the lean client's own builder, so both sides answer alike."""
+    return output_for(event, context, max_chars)
