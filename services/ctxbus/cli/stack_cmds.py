@@ -18,6 +18,7 @@ from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
+from ctxbus.hooks import ensure_bytecode
 from ctxbus.observability import Metrics, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import NoBroker, RuntimeInfo, kafka_config, read_runtime
@@ -83,6 +84,7 @@ async def _create_topics(settings: Settings, config: KafkaClientConfig) -> list[
 def cmd_up(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
+    ensure_bytecode()
     running = read_runtime(settings)
     if running is not None:
         raise CliError(f"a ctxbus stack already runs (pid {running.pid}, broker {running.bootstrap_servers})", 1)
@@ -214,6 +216,7 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
 
     if args.memories < 1 or args.calls < 1:
         raise CliError("--memories and --calls must be positive")
+    ensure_bytecode()
     result = hooks.run(args.memories, args.calls)
     if args.json:
         print(json.dumps(result, indent=2))

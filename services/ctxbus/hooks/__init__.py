@@ -3,3 +3,13 @@
 Modules here that the hook client imports use the standard library only: a hook
 is a fresh process per call, and importing the Kafka stack alone costs ~150 ms.
 """
+
+
+def ensure_bytecode() -> None:
+    """Compile ctxbus's modules ahead of time: a hook is a fresh process per call and, where
+    PYTHONDONTWRITEBYTECODE is set, would otherwise recompile what it imports on every call
+    (measured: p50 70 ms instead of 56 ms). Only changed files are recompiled."""
+    import compileall  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    compileall.compile_dir(str(Path(__file__).resolve().parent.parent), quiet=1)
