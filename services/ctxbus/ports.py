@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 from ctxbus.memory.model import MemoryItem, MemoryKind
@@ -11,25 +12,41 @@ from ctxbus.memory.model import MemoryItem, MemoryKind
 Vector = list[float]
 
 
+class SearchMode(StrEnum):
+    """Which half of hybrid search runs: both (fused), the embedding only, or keywords (BM25) only."""
+
+    HYBRID = "hybrid"
+    DENSE = "dense"
+    SPARSE = "sparse"
+
+
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
-    """A search in one project's scope (plus the global scope when asked)."""
+    """A search in one project's scope (plus the global scope when asked).
+
+    ``vector`` is the embedded query; ``text`` the query's words for the lexical half (blank: the
+    search is dense only whatever the mode). Items another one superseded are never returned.
+    """
 
     vector: Vector
     project: str
+    text: str = ""
+    mode: SearchMode = SearchMode.HYBRID
     limit: int = 10
     include_global: bool = True
     kinds: Sequence[MemoryKind] | None = None
     exclude_kinds: Sequence[MemoryKind] = ()
     domain: str | None = None
     min_confidence: float | None = None
+    min_importance: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     item: MemoryItem
-    #: cosine similarity for dense search (higher is better)
+    #: cosine similarity to the query vector (higher is better), whichever half found the item
     score: float
+    #: the lexical and fusion evidence (see ctxbus.core.fusion): bm25, lexical, dense_rank, sparse_rank, rrf
     extra: dict[str, float] = field(default_factory=dict)
 
 

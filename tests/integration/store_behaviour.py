@@ -14,7 +14,7 @@ import pytest
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind, Outcome
-from ctxbus.ports import SearchQuery, VectorStore
+from ctxbus.ports import SearchMode, SearchQuery, VectorStore
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 
@@ -132,3 +132,62 @@ class StoreBehaviour:
             store.search(SearchQuery(vector=[1.0, 0.0], project="acme"))
         store.upsert([], [])
         assert store.count() == 0
+
+    def test_keyword_half_finds_exact_identifiers_and_hybrid_fuses_both(
+        self, filled: VectorStore, embedder: OnnxMiniLmEmbedder
+    ) -> None:
+        extra = mem(
+            "pollcfg",
+            "acme",
+            "Set max_poll_records=50 in consumer.properties when handlers are slow",
+            kind="convention",
+            domains=("messaging",),
+        )
+        ingest([extra], embedder, filled)
+        text = "max_poll_records"
+        vector = embedder.embed_query(text)
+
+        def search(mode: SearchMode) -> list[tuple[str, dict[str, float]]]:
+            hits = filled.search(SearchQuery(vector=vector, project="acme", text=text, mode=mode, limit=10))
+            return [(h.item.id, h.extra) for h in hits]
+
+        sparse = search(SearchMode.SPARSE)
+        assert [i for i, _ in sparse] == ["pollcfg"]  # only items holding the term
+        assert sparse[0][1]["bm25"] > 0 and sparse[0][1]["sparse_rank"] == 1 and sparse[0][1]["dense_rank"] == 0
+        dense = search(SearchMode.DENSE)
+        assert all(e["bm25"] == 0 and e["sparse_rank"] == 0 for _, e in dense)
+        hybrid = search(SearchMode.HYBRID)
+        assert hybrid[0][0] == "pollcfg"
+        assert hybrid[0][1]["dense_rank"] >= 1 and hybrid[0][1]["sparse_rank"] == 1
+        assert {i for i, _ in hybrid} == {i for i, _ in dense} | {i for i, _ in sparse}
+        # the cosine of a lexically found item is the real cosine, whichever half found it
+        expected = float(np.dot(vector, embedder.embed_query(extra.embedding_text())))
+        assert next(
+            h for h in filled.search(SearchQuery(vector=vector, project="acme", text=text, mode=SearchMode.SPARSE))
+        ).score == pytest.approx(expected, abs=1e-3)
+        # a query with no keyword terms (stop words only) is dense only
+        blank = filled.search(SearchQuery(vector=vector, project="acme", text="the of and", mode=SearchMode.SPARSE))
+        assert [h.item.id for h in blank] == [i for i, _ in dense]
+        # the keyword half keeps to the scope too
+        assert (
+            filled.search(
+                SearchQuery(vector=vector, project="other", text=text, mode=SearchMode.SPARSE, include_global=False)
+            )
+            == []
+        )
+
+    def test_superseded_items_are_kept_but_never_found_and_importance_filters(
+        self, filled: VectorStore, embedder: OnnxMiniLmEmbedder
+    ) -> None:
+        retired = CORPUS[1].model_copy(update={"superseded_by": "ratelimit-v2"})
+        ingest([retired], embedder, filled)
+        query = "rate limit login attempts"
+        assert "ratelimit" not in ids(filled, embedder, query, "acme", mode=SearchMode.DENSE)
+        assert "ratelimit" not in [
+            h.item.id
+            for h in filled.search(
+                SearchQuery(vector=embedder.embed_query(query), project="acme", text=query, mode=SearchMode.SPARSE)
+            )
+        ]
+        assert filled.get("acme", ["ratelimit"]) == [retired]
+        assert set(ids(filled, embedder, "password reset", "acme", min_importance=0.8)) == {"reset"}

@@ -85,7 +85,12 @@ def test_reopening_keeps_the_data(tmp_path: Path, embedder: OnnxMiniLmEmbedder) 
 def test_the_model_record_is_kept_and_another_model_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "store"
     open_edge(path).close()
-    assert json.loads((path / META_FILE).read_text()) == {"model_id": MODEL, "dim": 384, "engine": "qdrant-edge"}
+    assert json.loads((path / META_FILE).read_text()) == {
+        "model_id": MODEL,
+        "dim": 384,
+        "layout": 2,
+        "engine": "qdrant-edge",
+    }
     with pytest.raises(StoreModelMismatch, match="'other-model'") as refused:
         open_edge(path, model_id="other-model")
     assert MODEL in str(refused.value)
@@ -110,7 +115,11 @@ def test_the_payload_holds_every_field_and_the_content_hash(tmp_path: Path, embe
     shard = qe.EdgeShard.load(str(path / SHARD_DIR))
     try:
         (record,) = shard.retrieve([CORPUS[0].point_id], with_payload=True, with_vector=False)
-        assert record.payload == {**CORPUS[0].model_dump(mode="json"), "content_hash": CORPUS[0].content_hash}
+        assert record.payload == {
+            **CORPUS[0].model_dump(mode="json"),
+            "content_hash": CORPUS[0].content_hash,
+            "status": "active",
+        }
         assert set(shard.info().payload_schema) >= {"project", "kind", "domains", "confidence"}
     finally:
         shard.close()
@@ -136,3 +145,13 @@ def test_a_shard_held_outside_ctxbus_is_busy_without_a_rust_traceback(tmp_path: 
     finally:
         holder.close()
     open_edge(path).close()
+
+
+def test_a_store_of_the_dense_only_layout_is_refused_with_a_plain_reason(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    open_edge(path).close()
+    meta = json.loads((path / META_FILE).read_text())
+    del meta["layout"]  # what ctxbus wrote before hybrid search
+    (path / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(StoreModelMismatch, match=r"older ctxbus .*layout 1.*Re-import"):
+        open_edge(path)

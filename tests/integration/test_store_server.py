@@ -41,7 +41,7 @@ class TestServerBehaviour(StoreBehaviour):
 
 def test_the_model_record_is_in_the_collection_metadata(client: QdrantClient) -> None:
     open_server(client).close()
-    assert client.get_collection("memories").config.metadata == {"model_id": MODEL, "dim": 384}
+    assert client.get_collection("memories").config.metadata == {"model_id": MODEL, "dim": 384, "layout": 2}
     open_server(client).close()  # same model: opens
 
 
@@ -68,7 +68,11 @@ def test_points_carry_the_item_point_id_and_the_content_hash(
     store = open_server(client)
     ingest(CORPUS[:1], embedder, store)
     (record,) = client.retrieve("memories", ids=[CORPUS[0].point_id], with_payload=True)
-    assert record.payload == {**CORPUS[0].model_dump(mode="json"), "content_hash": CORPUS[0].content_hash}
+    assert record.payload == {
+        **CORPUS[0].model_dump(mode="json"),
+        "content_hash": CORPUS[0].content_hash,
+        "status": "active",
+    }
 
 
 def test_a_borrowed_client_stays_open_and_the_constructor_wants_one_source(client: QdrantClient) -> None:

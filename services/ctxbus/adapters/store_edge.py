@@ -28,18 +28,27 @@ from ctxbus.adapters.store_payload import (
     DENSE,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
+    SPARSE,
+    STATUS,
+    SUPERSEDED,
     SearchScope,
     check_dim,
     check_model,
     check_vectors,
     chunks,
+    combine,
+    cosine,
+    dense_of,
     item_payload,
+    item_sparse,
     model_record,
     payload_item,
+    search_mode,
     search_scope,
 )
+from ctxbus.core.lexical import query_vector
 from ctxbus.memory.model import MemoryItem, point_id
-from ctxbus.ports import SearchHit, SearchQuery, StoreBusy, StoreModelMismatch, Vector
+from ctxbus.ports import SearchHit, SearchMode, SearchQuery, StoreBusy, StoreModelMismatch, Vector
 
 META_FILE = "ctxbus-store.json"
 LOCK_FILE = "ctxbus-store.lock"
@@ -87,9 +96,12 @@ def _scope_filter(scope: SearchScope) -> qe.Filter:
         must.append(qe.FieldCondition(key="domains", match=qe.MatchValue(value=scope.domain)))
     if scope.min_confidence is not None:
         must.append(qe.FieldCondition(key="confidence", range=qe.RangeFloat(gte=scope.min_confidence)))
+    if scope.min_importance is not None:
+        must.append(qe.FieldCondition(key="importance", range=qe.RangeFloat(gte=scope.min_importance)))
     must_not: list[Any] = []
     if scope.exclude_kinds:
         must_not.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=list(scope.exclude_kinds))))
+    must_not.append(qe.FieldCondition(key=STATUS, match=qe.MatchValue(value=SUPERSEDED)))
     return qe.Filter(must=must, must_not=must_not or None)
 
 
@@ -136,7 +148,10 @@ class EdgeVectorStore:
 
     def _open_shard(self) -> qe.EdgeShard:
         shard = self._path / SHARD_DIR
-        config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)})
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
         try:
             if (shard / "edge_config.json").exists():
                 return qe.EdgeShard.load(str(shard), config)  # also checks the vector config against the segments
@@ -182,25 +197,58 @@ class EdgeVectorStore:
         """Insert or replace items (same project and id: same point)."""
         check_vectors(items, vectors, self._dim)
         points = [
-            qe.Point(id=item.point_id, vector={DENSE: list(vector)}, payload=item_payload(item))
+            qe.Point(id=item.point_id, vector=self._vectors(item, vector), payload=item_payload(item))
             for item, vector in zip(items, vectors, strict=True)
         ]
         for chunk in chunks(points, UPSERT_CHUNK):
             self._open.update(qe.UpdateOperation.upsert_points(list(chunk)))
 
+    @staticmethod
+    def _vectors(item: MemoryItem, vector: Vector) -> dict[str, Any]:
+        vectors: dict[str, Any] = {DENSE: list(vector)}
+        sparse = item_sparse(item)
+        if sparse:
+            vectors[SPARSE] = qe.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        return vectors
+
     def search(self, query: SearchQuery) -> list[SearchHit]:
-        """Nearest items in the query's scope, best (highest cosine) first."""
+        """The query's scope searched densely, lexically or both fused (see :mod:`ctxbus.core.fusion`)."""
         if query.limit <= 0:
             return []
         check_dim(query.vector, self._dim)
-        request = qe.QueryRequest(
-            limit=query.limit,
-            query=qe.Query.Nearest(list(query.vector), using=DENSE),
-            filter=_scope_filter(search_scope(query)),
-            with_payload=True,
-            with_vector=False,
-        )
-        return [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in self._open.query(request)]
+        mode = search_mode(query)
+        flt = _scope_filter(search_scope(query))
+        dense: list[SearchHit] = []
+        sparse: list[SearchHit] = []
+        if mode is not SearchMode.SPARSE:
+            request = qe.QueryRequest(
+                limit=query.limit,
+                query=qe.Query.Nearest(list(query.vector), using=DENSE),
+                filter=flt,
+                with_payload=True,
+                with_vector=False,
+            )
+            dense = [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in self._open.query(request)]
+        if mode is not SearchMode.DENSE:
+            terms = query_vector(query.text)
+            request = qe.QueryRequest(
+                limit=query.limit,
+                query=qe.Query.Nearest(
+                    qe.SparseVector(indices=list(terms.indices), values=list(terms.values)), using=SPARSE
+                ),
+                filter=flt,
+                with_payload=True,
+                with_vector=[DENSE],
+            )
+            sparse = [
+                SearchHit(
+                    item=payload_item(p.payload),
+                    score=cosine(query.vector, dense_of(p.vector)),
+                    extra={"bm25": float(p.score)},
+                )
+                for p in self._open.query(request)
+            ]
+        return combine(mode, dense, sparse, query.limit)
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""

@@ -8,21 +8,33 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ctxbus.core.fusion import dense_only, fuse, lexical_only
+from ctxbus.core.lexical import SparseVector, document_vector, query_vector
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
-from ctxbus.ports import SearchQuery, StoreModelMismatch, Vector
+from ctxbus.ports import SearchHit, SearchMode, SearchQuery, StoreModelMismatch, Vector
 
 #: name of the dense vector of every point
 DENSE = "dense"
+#: name of the sparse (BM25 term weights, IDF applied by the engine) vector of every point
+SPARSE = "lexical"
 #: keyword payload fields with an index (filters on them stay fast)
-KEYWORD_INDEXES = ("project", "kind", "domains", "id")
+KEYWORD_INDEXES = ("project", "kind", "domains", "id", "content_hash", "status")
 #: float payload fields with an index
-FLOAT_INDEXES = ("confidence",)
-#: extra payload key, not a MemoryItem field
+FLOAT_INDEXES = ("confidence", "importance")
+#: extra payload keys, not MemoryItem fields
 CONTENT_HASH = "content_hash"
+#: "active", or "superseded" on an item another one replaced: kept, never searched (a keyword, not a
+#: boolean: Qdrant Edge 0.9's Python binding does not match booleans)
+STATUS = "status"
+ACTIVE = "active"
+SUPERSEDED = "superseded"
+#: the point layout this code writes (1: dense only; 2: dense + lexical sparse vectors, status)
+LAYOUT = 2
 _ITEM_FIELDS = frozenset(MemoryItem.model_fields)
 
 T = TypeVar("T")
@@ -32,7 +44,46 @@ def item_payload(item: MemoryItem) -> dict[str, Any]:
     """The payload stored with an item's point: every field (JSON mode) plus ``content_hash``."""
     payload = item.model_dump(mode="json")
     payload[CONTENT_HASH] = item.content_hash
+    payload[STATUS] = ACTIVE if item.active else SUPERSEDED
     return payload
+
+
+def item_sparse(item: MemoryItem) -> SparseVector:
+    """The lexical vector stored with an item's point (the same text the embedder sees)."""
+    return document_vector(item.embedding_text())
+
+
+def search_mode(query: SearchQuery) -> SearchMode:
+    """The mode a query really runs in: a query with no lexical terms is dense only."""
+    if query.mode is SearchMode.DENSE or not query_vector(query.text):
+        return SearchMode.DENSE
+    return query.mode
+
+
+def combine(mode: SearchMode, dense: list[SearchHit], sparse: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The adapter's result in ``mode`` from its dense and sparse lists (see :mod:`ctxbus.core.fusion`)."""
+    if mode is SearchMode.DENSE:
+        return dense_only(dense, limit)
+    if mode is SearchMode.SPARSE:
+        return lexical_only(sparse, limit)
+    return fuse(dense, sparse, limit)
+
+
+def dense_of(vector: object) -> list[float] | None:
+    """The dense vector among the named vectors an engine returned with a point (None if absent)."""
+    if isinstance(vector, dict):
+        dense = vector.get(DENSE)
+        return dense if isinstance(dense, list) else None
+    return None
+
+
+def cosine(query: Vector, stored: Sequence[float] | None) -> float:
+    """Cosine of the query and a stored (engine-normalised) vector; 0 when the vector is missing."""
+    if not stored:
+        return 0.0
+    dot = sum(a * b for a, b in zip(query, stored, strict=False))
+    norm = math.sqrt(sum(a * a for a in query)) * math.sqrt(sum(b * b for b in stored))
+    return dot / norm if norm else 0.0
 
 
 def payload_item(payload: Mapping[str, Any] | None) -> MemoryItem:
@@ -53,6 +104,7 @@ class SearchScope:
     #: the item's ``domains`` must contain it (normalised as items normalise theirs)
     domain: str | None
     min_confidence: float | None
+    min_importance: float | None
 
 
 def search_scope(query: SearchQuery) -> SearchScope:
@@ -70,6 +122,7 @@ def search_scope(query: SearchQuery) -> SearchScope:
         exclude_kinds=tuple(k.value for k in query.exclude_kinds),
         domain=domain or None,
         min_confidence=query.min_confidence,
+        min_importance=query.min_importance,
     )
 
 
@@ -94,7 +147,7 @@ def chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 def model_record(model_id: str, dim: int) -> dict[str, Any]:
     """What a store keeps about the model its vectors come from."""
-    return {"model_id": model_id, "dim": dim}
+    return {"model_id": model_id, "dim": dim, "layout": LAYOUT}
 
 
 def check_model(where: str, stored: Mapping[str, Any] | None, model_id: str, dim: int) -> None:
@@ -102,6 +155,12 @@ def check_model(where: str, stored: Mapping[str, Any] | None, model_id: str, dim
     stored = stored or {}
     stored_model, stored_dim = stored.get("model_id"), stored.get("dim")
     if stored_model == model_id and stored_dim == dim:
+        if stored.get("layout", 1) != LAYOUT:
+            raise StoreModelMismatch(
+                f"{where} was built by an older ctxbus (point layout {stored.get('layout', 1)}, without the "
+                f"lexical vectors hybrid search needs; this version writes layout {LAYOUT}). Re-import the "
+                "memories into a new store (another CTXBUS_DATA_DIR or CTXBUS_QDRANT_COLLECTION)."
+            )
         return
     built = f"{stored_model!r} ({stored_dim} dims)" if stored_model else "an unknown model (no ctxbus model record)"
     raise StoreModelMismatch(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 
@@ -16,18 +17,27 @@ from ctxbus.adapters.store_payload import (
     DENSE,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
+    SPARSE,
+    STATUS,
+    SUPERSEDED,
     SearchScope,
     check_dim,
     check_model,
     check_vectors,
     chunks,
+    combine,
+    cosine,
+    dense_of,
     item_payload,
+    item_sparse,
     model_record,
     payload_item,
+    search_mode,
     search_scope,
 )
+from ctxbus.core.lexical import query_vector
 from ctxbus.memory.model import MemoryItem, point_id
-from ctxbus.ports import SearchHit, SearchQuery, Vector
+from ctxbus.ports import SearchHit, SearchMode, SearchQuery, Vector
 from ctxbus.settings import QdrantSettings
 
 #: points per upsert request (keeps requests far below the server's 32 MB limit)
@@ -44,9 +54,12 @@ def _scope_filter(scope: SearchScope) -> models.Filter:
         must.append(models.FieldCondition(key="domains", match=models.MatchValue(value=scope.domain)))
     if scope.min_confidence is not None:
         must.append(models.FieldCondition(key="confidence", range=models.Range(gte=scope.min_confidence)))
+    if scope.min_importance is not None:
+        must.append(models.FieldCondition(key="importance", range=models.Range(gte=scope.min_importance)))
     must_not: list[models.Condition] = []
     if scope.exclude_kinds:
         must_not.append(models.FieldCondition(key="kind", match=models.MatchAny(any=list(scope.exclude_kinds))))
+    must_not.append(models.FieldCondition(key=STATUS, match=models.MatchValue(value=SUPERSEDED)))
     return models.Filter(must=must, must_not=must_not or None)
 
 
@@ -101,6 +114,7 @@ class QdrantServerStore:
                 created = self._client.create_collection(
                     self._collection,
                     vectors_config={DENSE: models.VectorParams(size=self._dim, distance=models.Distance.COSINE)},
+                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                     metadata=model_record(self._model_id, self._dim),
                 )
             except Exception:
@@ -135,27 +149,60 @@ class QdrantServerStore:
         """Insert or replace items (same project and id: same point); waits until applied."""
         check_vectors(items, vectors, self._dim)
         points = [
-            models.PointStruct(id=item.point_id, vector={DENSE: list(vector)}, payload=item_payload(item))
+            models.PointStruct(id=item.point_id, vector=self._vectors(item, vector), payload=item_payload(item))
             for item, vector in zip(items, vectors, strict=True)
         ]
         for chunk in chunks(points, UPSERT_CHUNK):
             self._client.upsert(self._collection, points=list(chunk), wait=True)
 
+    @staticmethod
+    def _vectors(item: MemoryItem, vector: Vector) -> dict[str, Any]:
+        vectors: dict[str, Any] = {DENSE: list(vector)}
+        sparse = item_sparse(item)
+        if sparse:
+            vectors[SPARSE] = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        return vectors
+
     def search(self, query: SearchQuery) -> list[SearchHit]:
-        """Nearest items in the query's scope, best (highest cosine) first."""
+        """The query's scope searched densely, lexically or both fused (see :mod:`ctxbus.core.fusion`)."""
         if query.limit <= 0:
             return []
         check_dim(query.vector, self._dim)
-        result = self._client.query_points(
-            self._collection,
-            query=list(query.vector),
-            using=DENSE,
-            query_filter=_scope_filter(search_scope(query)),
-            limit=query.limit,
-            with_payload=True,
-            with_vectors=False,
-        )
-        return [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in result.points]
+        mode = search_mode(query)
+        flt = _scope_filter(search_scope(query))
+        dense: list[SearchHit] = []
+        sparse: list[SearchHit] = []
+        if mode is not SearchMode.SPARSE:
+            result = self._client.query_points(
+                self._collection,
+                query=list(query.vector),
+                using=DENSE,
+                query_filter=flt,
+                limit=query.limit,
+                with_payload=True,
+                with_vectors=False,
+            )
+            dense = [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in result.points]
+        if mode is not SearchMode.DENSE:
+            terms = query_vector(query.text)
+            result = self._client.query_points(
+                self._collection,
+                query=models.SparseVector(indices=list(terms.indices), values=list(terms.values)),
+                using=SPARSE,
+                query_filter=flt,
+                limit=query.limit,
+                with_payload=True,
+                with_vectors=[DENSE],
+            )
+            sparse = [
+                SearchHit(
+                    item=payload_item(p.payload),
+                    score=cosine(query.vector, dense_of(p.vector)),
+                    extra={"bm25": float(p.score)},
+                )
+                for p in result.points
+            ]
+        return combine(mode, dense, sparse, query.limit)
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""

@@ -57,7 +57,7 @@ def _load_in_process(settings: Settings, count: int) -> None:
     try:
         items = memories(count, PROJECT)
         for start in range(0, len(items), 256):
-            ingest(items[start : start + 256], embedder, store)
+            ingest(items[start : start + 256], embedder, store, near_duplicate=None)  # templated corpus
     finally:
         store.close()
 

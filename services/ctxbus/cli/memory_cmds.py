@@ -14,7 +14,7 @@ from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryUpserted
 from ctxbus.contract.topics import Topics
-from ctxbus.memory.ingest import ingest
+from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.markdown_file import parse_markdown
 from ctxbus.memory.model import MemoryItem
@@ -53,14 +53,14 @@ def parse_file(path: Path, project: str) -> ParsedPatterns | ParsedMemories:
         raise CliError(str(exc)) from exc
 
 
-def import_direct(settings: Settings, items: Sequence[MemoryItem]) -> int:
+def import_direct(settings: Settings, items: Sequence[MemoryItem]) -> IngestReport:
     """Embed and store in this process; raises StoreBusy when the running stack owns the store."""
     from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
     embedder = open_embedder(settings)
     store = open_store(settings, embedder)
     try:
-        return ingest(items, embedder, store).upserted
+        return ingest(items, embedder, store)
     finally:
         store.close()
 
@@ -91,7 +91,28 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(json.dumps({"error": str(err)}), flush=True)
     result: dict[str, object] = {"rejected": len(parsed.errors), "project": project}
     try:
-        result |= {"imported": import_direct(settings, parsed.items), "via": "store"}
+        report = import_direct(settings, parsed.items)
+        for merge in report.merged:
+            kind = "exact" if merge.exact else "near"
+            print(
+                json.dumps(
+                    {
+                        "merged": merge.incoming_id,
+                        "into": merge.existing_id,
+                        "duplicate": kind,
+                        "similarity": merge.similarity,
+                    }
+                ),
+                flush=True,
+            )
+        for project_id, old in report.supersede_missing:
+            print(json.dumps({"warning": f"supersedes {old!r} of {project_id!r}: no such item"}), flush=True)
+        result |= {
+            "imported": report.upserted,
+            "merged": len(report.merged),
+            "superseded": len(report.superseded),
+            "via": "store",
+        }
     except StoreModelMismatch as exc:
         raise CliError(str(exc), 1) from exc
     except StoreBusy as exc:

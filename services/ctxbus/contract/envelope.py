@@ -59,12 +59,12 @@ PAYLOAD_TYPES: dict[str, type[BaseModel]] = {
 _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.items()}
 #: event type -> the schema version this code writes (checked against schemas/registry.json)
 CURRENT_SCHEMA_VERSION: dict[str, int] = {
-    EventType.RETRIEVAL_REQUESTED: 1,
-    EventType.RETRIEVAL_COMPLETED: 1,
-    EventType.CONTEXT_INJECTED: 1,
+    EventType.RETRIEVAL_REQUESTED: 2,
+    EventType.RETRIEVAL_COMPLETED: 2,
+    EventType.CONTEXT_INJECTED: 2,
     EventType.OUTCOME_RECORDED: 1,
     EventType.ATTEMPT_RECORDED: 1,
-    EventType.MEMORY_UPSERTED: 1,
+    EventType.MEMORY_UPSERTED: 2,
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from ctxbus.memory.model import MemoryItem
 
@@ -20,6 +20,10 @@ MAX_CONTEXT_BYTES = 50_000
 MAX_RETRIEVAL_MS = 10_000
 #: Seed 002's bound on the number of patterns in one injection.
 MAX_PATTERN_COUNT = 100
+
+
+#: The sections of an assembled context (seed 001's include_* switches).
+SECTIONS = ("principles", "patterns", "learnings", "warnings", "suggested_approach")
 
 
 class Trigger(StrEnum):
@@ -72,6 +76,21 @@ class RetrievalRequested(_Payload):
     failure_reason: str | None = Field(default=None, max_length=500)
     #: per-request profile overrides: field name -> JSON-encoded value (see core.profiles.OVERRIDABLE)
     profile_overrides: dict[str, str] = Field(default_factory=dict, max_length=50)
+    #: seed 001's include_* switches by section (see SECTIONS); an absent section is included
+    include: dict[str, bool] = Field(default_factory=dict, max_length=len(SECTIONS))
+    #: also answer with seed 001's prime_context JSON document (``ContextInjected.prime``)
+    prime: bool = False
+
+    @field_validator("include")
+    @classmethod
+    def _known_sections(cls, value: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(value) - set(SECTIONS))
+        if unknown:
+            raise ValueError(f"unknown include section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
+        return value
+
+    def includes(self, section: str) -> bool:
+        return self.include.get(section, True)
 
 
 class RankedItem(_Payload):
@@ -89,6 +108,12 @@ class RankedItem(_Payload):
     outcome: str | None = None
     score: float
     breakdown: dict[str, float] = Field(default_factory=dict)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    key_insight: str | None = None
+    lesson_learned: str | None = None
+    session_id: str | None = None
+    severity: str | None = None
+    mitigation: str | None = None
 
 
 class RetrievalCompleted(_Payload):
@@ -127,6 +152,9 @@ class ContextInjected(_Payload):
     empty_reason: str | None = None
     assembly_duration_ms: float = Field(default=0.0, ge=0.0)
     request_emitted_at: AwareDatetime | None = None
+    suggested_approach: str = ""
+    #: seed 001's prime_context JSON document, when the request asked for it
+    prime: str | None = None
 
 
 class OutcomeScope(StrEnum):

@@ -17,9 +17,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ctxbus.core.ranking import RankedHit, is_cautionary
+from ctxbus.core.approach import NO_APPROACH, Approach, suggest
+from ctxbus.core.ranking import RankedHit
+from ctxbus.core.sections import is_cautionary, mitigation, section_of, severity
 from ctxbus.core.tokens import estimate_tokens
-from ctxbus.memory.model import MemoryItem, MemoryKind
+from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 
 TokenCounter = Callable[[str], int]
 
@@ -37,6 +39,11 @@ OVER_BUDGET = "over_budget"
 DUPLICATE = "duplicate"
 NO_ITEMS = "no_items"
 BUDGET_TOO_SMALL = "budget_too_small"
+#: the item's section was switched off (seed 001's include_* switches)
+SECTION_EXCLUDED = "section_excluded"
+#: every item's section was switched off
+ALL_SECTIONS_EXCLUDED = "all_sections_excluded"
+APPROACH_TITLE = "## Suggested Approach"
 
 _WORD = re.compile(r"\S+")
 
@@ -69,6 +76,10 @@ class Assembly:
     skipped: tuple[tuple[str, str], ...] = ()
     truncated: bool = False
     empty_reason: str | None = None
+    #: the suggested approach built from the chosen items (empty steps when not asked or nothing actionable)
+    approach: Approach = NO_APPROACH
+    #: the chosen items themselves, in rank order (a truncated item with its cut content)
+    items: tuple[MemoryItem, ...] = ()
 
 
 def pattern_block(item: MemoryItem) -> list[str]:
@@ -86,26 +97,39 @@ def pattern_block(item: MemoryItem) -> list[str]:
 
 
 def generic_block(item: MemoryItem) -> list[str]:
-    """The markdown for one item of any other kind: title, content, outcome, reference."""
+    """The markdown for one item of any other kind: title, content, outcome, insight, lesson, reference."""
     head = f"### {item.title}" if item.title else f"### {item.id}"
     lines = [head, f"- {item.content}"]
     if item.outcome is not None:
         lines.append(f"- **Outcome**: {item.outcome.value}")
+    if item.key_insight:
+        lines.append(f"- **Key insight**: {item.key_insight}")
+    if item.lesson_learned:
+        lines.append(f"- **Lesson**: {item.lesson_learned}")
     if item.example_reference:
         lines.append(f"- **Reference**: {item.example_reference}")
     return lines
 
 
-def warning_from_failure_block(item: MemoryItem) -> list[str]:
-    """A learning from a failed session, shown as the warning it is (seed 001: "Past issue: ...")."""
-    lines = [f"### Past issue: {item.title or item.id}", f"- {item.content}", "- **Outcome**: failed: do not repeat"]
+def warning_block(item: MemoryItem) -> list[str]:
+    """A warning with its severity and mitigation; a failed or partial session's learning is a "Past issue"."""
+    if item.kind is MemoryKind.LEARNING:
+        outcome = "failed: do not repeat" if item.outcome is Outcome.FAILED else "partial: only partly worked"
+        lines = [f"### Past issue: {item.title or item.id}", f"- {item.content}", f"- **Outcome**: {outcome}"]
+    else:
+        lines = [f"### {item.title or item.id}", f"- {item.content}"]
+    lines.append(f"- **Severity**: {severity(item).value}")
+    fix = mitigation(item)
+    if fix:
+        lines.append(f"- **Mitigation**: {fix}")
     if item.example_reference:
         lines.append(f"- **Reference**: {item.example_reference}")
     return lines
 
 
 def shown_as(item: MemoryItem) -> MemoryKind:
-    """The section an item goes in: its kind, except that failed learnings are warnings."""
+    """The section an item goes in: its kind, except that cautionary items (failed or partial
+    sessions' learnings, warning beliefs) are warnings."""
     return MemoryKind.WARNING if is_cautionary(item) else item.kind
 
 
@@ -113,12 +137,16 @@ def item_block(item: MemoryItem) -> list[str]:
     """The markdown lines for one item, by its kind."""
     if item.kind is MemoryKind.PATTERN:
         return pattern_block(item)
-    return warning_from_failure_block(item) if is_cautionary(item) else generic_block(item)
+    return warning_block(item) if is_cautionary(item) else generic_block(item)
 
 
-def render(items: Sequence[MemoryItem]) -> str:
-    """Markdown for ``items``: one section per kind, in the order of SECTION_TITLES."""
+def render(items: Sequence[MemoryItem], *, approach: bool = False) -> str:
+    """Markdown for ``items``: the suggested approach (when asked and there is one), then one section per
+    kind, in the order of SECTION_TITLES."""
     out: list[str] = []
+    steps = suggest(items).text if approach else ""
+    if steps:
+        out.extend([APPROACH_TITLE, "", steps, ""])
     for kind, title in SECTION_TITLES.items():
         members = [i for i in items if shown_as(i) is kind]
         if not members:
@@ -134,7 +162,9 @@ def _fits(text: str, max_chars: int, max_tokens: int, count: TokenCounter) -> bo
     return len(text) <= max_chars and count(text) <= max_tokens
 
 
-def _cut_to_fit(item: MemoryItem, max_chars: int, max_tokens: int, count: TokenCounter) -> MemoryItem | None:
+def _cut_to_fit(
+    item: MemoryItem, max_chars: int, max_tokens: int, count: TokenCounter, approach: bool
+) -> MemoryItem | None:
     """The item with its content cut at a word boundary so that it fits, or None if nothing useful fits.
 
     The cut keeps the content's own whitespace (code keeps its lines) up to the end of a word.
@@ -144,7 +174,7 @@ def _cut_to_fit(item: MemoryItem, max_chars: int, max_tokens: int, count: TokenC
     while lo <= hi:  # the longest prefix of whole words that fits
         mid = (lo + hi) // 2
         candidate = item.model_copy(update={"content": item.content[: ends[mid - 1]] + TRUNCATION_MARKER})
-        if _fits(render([candidate]), max_chars, max_tokens, count):
+        if _fits(render([candidate], approach=approach), max_chars, max_tokens, count):
             best, lo = candidate, mid + 1
         else:
             hi = mid - 1
@@ -159,9 +189,14 @@ def assemble(
     max_chars: int = DEFAULT_MAX_CHARS,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     count_tokens: TokenCounter = estimate_tokens,
+    include: Callable[[str], bool] | None = None,
+    approach: bool = False,
 ) -> Assembly:
     """The markdown for ``ranked`` (best first) within both budgets; see the module docstring.
 
+    ``include`` says which sections (``ctxbus.core.sections``: principles, patterns, learnings,
+    warnings, reference) are wanted (default: all); ``approach`` adds seed 001's suggested approach,
+    built from the chosen items and counted in the budget.
     Raises ValueError when a budget is not positive.
     """
     if max_chars <= 0 or max_tokens <= 0:
@@ -171,23 +206,31 @@ def assemble(
     chosen: list[MemoryItem] = []
     skipped: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
+    wanted: list[RankedHit] = []
     for hit in ranked:
+        if include is not None and not include(section_of(hit.item)):
+            skipped.append((hit.item.id, SECTION_EXCLUDED))
+        else:
+            wanted.append(hit)
+    if not wanted:
+        return Assembly("", (), 0, 0, skipped=tuple(skipped), empty_reason=ALL_SECTIONS_EXCLUDED)
+    for hit in wanted:
         key = (hit.item.project, hit.item.id)
         if key in seen:
             skipped.append((hit.item.id, DUPLICATE))
             continue
         seen.add(key)
-        if _fits(render([*chosen, hit.item]), max_chars, max_tokens, count_tokens):
+        if _fits(render([*chosen, hit.item], approach=approach), max_chars, max_tokens, count_tokens):
             chosen.append(hit.item)
         else:
             skipped.append((hit.item.id, OVER_BUDGET))
     truncated = False
     if not chosen:
-        first = _cut_to_fit(ranked[0].item, max_chars, max_tokens, count_tokens)
+        first = _cut_to_fit(wanted[0].item, max_chars, max_tokens, count_tokens, approach)
         if first is not None:
             chosen, truncated = [first], True
-            skipped.remove((first.id, OVER_BUDGET))  # the first entry: ranked[0] was tried first
-    text = render(chosen)
+            skipped.remove((first.id, OVER_BUDGET))  # the first entry: wanted[0] was tried first
+    text = render(chosen, approach=approach)
     return Assembly(
         text=text,
         item_ids=tuple(i.id for i in chosen),
@@ -196,4 +239,6 @@ def assemble(
         skipped=tuple(skipped),
         truncated=truncated,
         empty_reason=None if chosen else BUDGET_TOO_SMALL,
+        approach=suggest(chosen) if approach else NO_APPROACH,
+        items=tuple(chosen),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ctxbus.contract.payloads import RankedItem
 from ctxbus.core.ranking import RankedHit
-from ctxbus.memory.model import MemoryItem, MemoryKind
+from ctxbus.memory.model import MemoryItem, MemoryKind, Severity
 
 #: the memory fields a ranked item carries on the wire, under the same names
 CARRIED_FIELDS: set[str] = set(
@@ -20,6 +20,11 @@ CARRIED_FIELDS: set[str] = set(
         "usage_count",
         "example_reference",
         "outcome",
+        "importance",
+        "key_insight",
+        "lesson_learned",
+        "session_id",
+        "mitigation",
     }
 )
 
@@ -28,6 +33,7 @@ def to_payload_item(hit: RankedHit) -> RankedItem:
     return RankedItem(
         **hit.item.model_dump(include=CARRIED_FIELDS),
         kind=hit.item.kind.value,
+        severity=hit.item.severity.value if hit.item.severity else None,
         score=hit.score,
         breakdown=dict(hit.breakdown),
     )
@@ -35,5 +41,9 @@ def to_payload_item(hit: RankedHit) -> RankedItem:
 
 def to_ranked_hit(item: RankedItem) -> RankedHit:
     """Raises ValueError (pydantic's ValidationError) when the item is not valid memory."""
-    memory = MemoryItem(**item.model_dump(include=CARRIED_FIELDS), kind=MemoryKind(item.kind))
+    memory = MemoryItem(
+        **item.model_dump(include=CARRIED_FIELDS),
+        kind=MemoryKind(item.kind),
+        severity=Severity(item.severity) if item.severity else None,
+    )
     return RankedHit(item=memory, score=item.score, breakdown=dict(item.breakdown))

@@ -1,8 +1,11 @@
 """Explainable ranking of search hits: a weighted sum whose parts travel with every item.
 
-score = w_sim * similarity + w_domain * domain_match + w_conviction * confidence + w_recency * recency
+score = (w_sim * similarity + w_lexical * lexical + w_domain * domain_match + w_conviction * confidence
+         + w_recency * recency) * outcome_weight
 
-similarity is the store's cosine (clamped to 0..1); domain_match is 1 when the
+similarity is the store's cosine (clamped to 0..1); lexical is the keyword evidence of hybrid
+search (BM25 on a 0..1 scale, see ctxbus.core.fusion; 0 when the item was found by meaning
+only); domain_match is 1 when the
 item's domains hold the requested domain, a neutral 0.5 when none was requested,
 0 otherwise; conviction is the item's confidence; recency halves every
 ``half_life_days`` of age (since ``updated_at``, at the ``now`` given). Weights
@@ -20,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ctxbus.core.sections import is_cautionary
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
@@ -38,24 +42,29 @@ OUTCOME_WEIGHTS: dict[Outcome, float] = {
     Outcome.FAILED: 0.3,
     Outcome.UNKNOWN: 0.5,
 }
-#: Outcomes that turn a learning into a warning (seed 001 REQ-021.5: warnings from past failures).
-CAUTIONARY_OUTCOMES = frozenset({Outcome.FAILED})
+#: What the store says about how it found a hit, carried into the breakdown as is.
+SEARCH_EVIDENCE = ("bm25", "rrf", "dense_rank", "sparse_rank")
 #: The parts of a score, in breakdown order.
-PARTS = ("similarity", "domain", "conviction", "recency")
+PARTS = ("similarity", "lexical", "domain", "conviction", "recency")
 
 
 @dataclass(frozen=True, slots=True)
 class RankingWeights:
-    """How much each part counts (normalised before use) and how fast recency decays."""
+    """How much each part counts (normalised before use) and how fast recency decays.
 
-    similarity: float = 0.5
+    The defaults give relevance (similarity + lexical) half the score and split the other half as
+    seed 001 does: domain 0.4, conviction 0.4, recency 0.2.
+    """
+
+    similarity: float = 0.4
     domain: float = 0.2
     conviction: float = 0.2
     recency: float = 0.1
+    lexical: float = 0.1
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
 
     def __post_init__(self) -> None:
-        parts = (self.similarity, self.domain, self.conviction, self.recency)
+        parts = self._values()
         if any(not math.isfinite(w) or w < 0 for w in parts):
             raise ValueError(f"ranking weights must be finite and non-negative, got {parts}")
         if sum(parts) <= 0:
@@ -63,9 +72,12 @@ class RankingWeights:
         if not math.isfinite(self.half_life_days) or self.half_life_days <= 0:
             raise ValueError(f"half_life_days must be positive, got {self.half_life_days}")
 
+    def _values(self) -> tuple[float, ...]:
+        return (self.similarity, self.lexical, self.domain, self.conviction, self.recency)
+
     def normalised(self) -> dict[str, float]:
         """The weights scaled to sum to 1, by part name."""
-        values = (self.similarity, self.domain, self.conviction, self.recency)
+        values = self._values()
         total = sum(values)
         return dict(zip(PARTS, (v / total for v in values), strict=True))
 
@@ -92,17 +104,17 @@ def recency(item: MemoryItem, now: datetime, half_life_days: float) -> float:
     return float(0.5 ** (age_days / half_life_days))
 
 
-def is_cautionary(item: MemoryItem) -> bool:
-    """A learning whose session failed: what not to do. It is shown (and ranked) as a warning."""
-    return item.kind is MemoryKind.LEARNING and item.outcome in CAUTIONARY_OUTCOMES
-
-
 def outcome_weight(item: MemoryItem) -> float:
-    """Seed 001's weight of a learning by its session's outcome; 1 for other kinds and for cautionary learnings
-    (a failed approach is not a weak recommendation but a full-strength warning)."""
-    if item.kind is not MemoryKind.LEARNING or is_cautionary(item):
+    """Seed 001's weight of a learning by its session's outcome; 1 for other kinds and for failed learnings
+    (a failed approach is not a weak recommendation but a full-strength warning: it is shown as one)."""
+    if item.kind is not MemoryKind.LEARNING or item.outcome is Outcome.FAILED:
         return 1.0
     return OUTCOME_WEIGHTS[item.outcome or Outcome.UNKNOWN]
+
+
+def relevance(hit: SearchHit) -> float:
+    """How much a hit is about the request: the stronger of its meaning and its keyword evidence."""
+    return max(hit.score, hit.extra.get("lexical", 0.0))
 
 
 def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: RankingWeights) -> RankedHit:
@@ -110,6 +122,7 @@ def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: Ran
     w = weights.normalised()
     parts = {
         "similarity": min(1.0, max(0.0, hit.score)),
+        "lexical": min(1.0, max(0.0, hit.extra.get("lexical", 0.0))),
         "domain": domain_match(hit.item, domain),
         "conviction": hit.item.confidence,
         "recency": recency(hit.item, now, weights.half_life_days),
@@ -121,6 +134,7 @@ def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: Ran
         **{f"weight_{k}": v for k, v in w.items()},
         "outcome_weight": factor,
         "as_warning": float(is_cautionary(hit.item)),
+        **{k: v for k, v in hit.extra.items() if k in SEARCH_EVIDENCE},
         "total": total,
     }
     return RankedHit(item=hit.item, score=total, breakdown=breakdown)
@@ -138,15 +152,15 @@ def rank(
 ) -> list[RankedHit]:
     """Best first; ties broken by item id; at most ``max_items``.
 
-    Dropped: hits whose similarity is below ``min_similarity`` (not about the request,
-    however trusted or recent) and items whose score is below ``min_score``.
+    Dropped: hits whose relevance (similarity, or keyword evidence) is below ``min_similarity``
+    (not about the request, however trusted or recent) and items whose score is below ``min_score``.
     ``now`` must be timezone-aware (item dates are).
     """
     if max_items < 0:
         raise ValueError("max_items must not be negative")
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
-    relevant = [h for h in hits if h.score >= min_similarity]
+    relevant = [h for h in hits if relevance(h) >= min_similarity]
     scored = [score_hit(h, domain=domain, now=now, weights=weights or RankingWeights()) for h in relevant]
     kept = [r for r in scored if r.score >= min_score]
     kept.sort(key=lambda r: (-r.score, r.item.id, r.item.project))

@@ -20,9 +20,11 @@ from ctxbus.contract.payloads import (
     RetrievalRequested,
 )
 from ctxbus.contract.topics import Topics
-from ctxbus.core.assemble import assemble
+from ctxbus.core.assemble import Assembly, assemble
 from ctxbus.core.precontext import PreContextPolicy, build_precontext
+from ctxbus.core.prime import TaskContext, prime_document, to_json
 from ctxbus.core.ranked_items import to_ranked_hit
+from ctxbus.core.sections import SUGGESTED_APPROACH
 from ctxbus.core.tokens import estimate_tokens
 from ctxbus.injector.attempts import PRECONTEXT_TRIGGERS
 from ctxbus.observability import Metrics
@@ -71,6 +73,27 @@ class InjectorHandler:
             self._metrics.precontext.labels(kind.value).inc()
         return text
 
+    def _prime(self, completed: RetrievalCompleted, result: Assembly, text: str, empty_reason: str | None) -> str:
+        """Seed 001's prime_context document for the items this injection holds."""
+        task = TaskContext(
+            task_type=completed.task_type.value if completed.task_type else None,
+            task_type_confidence=completed.task_type_confidence,
+            domain=completed.request.domain,
+            profile=completed.profile,
+            fingerprint=completed.fingerprint,
+        )
+        scores = {(i.project, i.id): i.score for i in completed.items}
+        document = prime_document(
+            task,
+            result.items,
+            scores,
+            result.approach,
+            token_count=self._count_tokens(text),
+            truncated=result.truncated,
+            empty_reason=empty_reason,
+        )
+        return to_json(document)
+
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         if not isinstance(event.payload, RetrievalCompleted):
             raise PoisonEvent(f"the injector takes completed retrievals, not {event.event_type}")
@@ -90,6 +113,8 @@ class InjectorHandler:
             max_chars=max(1, max_chars - len(pre) - 1),
             max_tokens=max(1, max_tokens - self._count_tokens(pre)),
             count_tokens=self._count_tokens,
+            include=request.includes,
+            approach=request.includes(SUGGESTED_APPROACH),
         )
         text = f"{pre}\n{result.text}" if pre and result.text else pre or result.text
         # a multi-byte text may hold more bytes than characters: the byte bound is the contract's
@@ -125,6 +150,8 @@ class InjectorHandler:
             empty_reason=empty_reason,
             assembly_duration_ms=round(elapsed_ms, 3),
             request_emitted_at=completed.request_emitted_at,
+            suggested_approach=result.approach.text,
+            prime=self._prime(completed, result, text, empty_reason) if request.prime else None,
         )
         out = event.caused(injected, producer=SERVICE, now=self._clock())
         log.info("injected", items=len(result.item_ids), chars=len(text), empty_reason=empty_reason)

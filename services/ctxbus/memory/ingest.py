@@ -1,28 +1,199 @@
-"""Adding memory items to a store: embed their text, upsert them, report what happened."""
+"""Adding memory items to a store without letting duplicates pile up.
+
+For each incoming item, in order:
+
+1. same project and id as a stored item: the new version replaces it;
+2. else an *exact* duplicate (same project, same normalised content hash) or a *near* duplicate
+   (same project and kind, cosine of the embedded texts at least ``near_duplicate``) of a stored
+   item, or of an earlier item of the same batch: the existing item is updated (it keeps its id
+   and creation time; it takes the newer text, the higher confidence and importance, the union of
+   domains and tags) instead of a second item being added;
+3. else it is added.
+
+An item that names ids in ``supersedes`` marks those items of its project ``superseded_by`` it:
+they stay stored (history), searches no longer return them. The report says what happened to
+every item. Replaying the same input gives the same store (ids and merges are deterministic).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxbus.memory.model import MemoryItem
-from ctxbus.ports import Embedder, VectorStore
+from ctxbus.ports import Embedder, SearchMode, SearchQuery, Vector, VectorStore
+
+#: Cosine at or above which two items of one project and kind are the same memory. Calibrated on
+#: ``bench/data/retrieval/dedupe_pairs.jsonl`` (``ctxbus bench dedupe`` prints the figures).
+DEFAULT_NEAR_DUPLICATE = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """An incoming item folded into an existing one."""
+
+    incoming_id: str
+    existing_id: str
+    project: str
+    similarity: float
+    exact: bool
 
 
 @dataclass(frozen=True, slots=True)
 class IngestReport:
+    #: incoming items written as themselves (added, or replacing their own earlier version)
     upserted: int
     projects: tuple[str, ...]
+    #: incoming items that updated an existing item instead of adding one
+    merged: tuple[Merge, ...] = ()
+    #: (project, id) of items newly marked superseded
+    superseded: tuple[tuple[str, str], ...] = ()
+    #: ids named in ``supersedes`` that were not found, as (project, id)
+    supersede_missing: tuple[tuple[str, str], ...] = field(default=())
 
 
-def ingest(items: Sequence[MemoryItem], embedder: Embedder, store: VectorStore) -> IngestReport:
-    """Embed and upsert ``items`` (same project and id: the new version replaces the old)."""
-    latest: dict[tuple[str, str], MemoryItem] = {}
-    for item in items:  # a later duplicate in one batch wins, as it would one by one
-        latest[(item.project, item.id)] = item
-    unique = list(latest.values())
-    if not unique:
+def _cosine(a: Vector, b: Vector) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def merged_item(existing: MemoryItem, incoming: MemoryItem) -> MemoryItem:
+    """``existing`` updated by a duplicate ``incoming``: newer text, stronger scores, all labels."""
+    return existing.model_copy(
+        update={
+            "title": incoming.title or existing.title,
+            "content": incoming.content,
+            "domains": tuple(dict.fromkeys((*existing.domains, *incoming.domains))),
+            "tags": tuple(dict.fromkeys((*existing.tags, *incoming.tags))),
+            "confidence": max(existing.confidence, incoming.confidence),
+            "importance": max(existing.importance, incoming.importance),
+            "usage_count": max(existing.usage_count, incoming.usage_count),
+            "success_rate": incoming.success_rate if incoming.success_rate is not None else existing.success_rate,
+            "example_reference": incoming.example_reference or existing.example_reference,
+            "outcome": incoming.outcome or existing.outcome,
+            "key_insight": incoming.key_insight or existing.key_insight,
+            "lesson_learned": incoming.lesson_learned or existing.lesson_learned,
+            "severity": incoming.severity or existing.severity,
+            "mitigation": incoming.mitigation or existing.mitigation,
+            "supersedes": tuple(dict.fromkeys((*existing.supersedes, *incoming.supersedes))),
+            "updated_at": max(existing.updated_at, incoming.updated_at),
+        }
+    )
+
+
+class _Batch:
+    """What this ingest will write, by (project, id), with vectors; later writes win."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], MemoryItem] = {}
+        self.vectors: dict[tuple[str, str], Vector] = {}
+
+    def put(self, item: MemoryItem, vector: Vector) -> None:
+        self.items[(item.project, item.id)] = item
+        self.vectors[(item.project, item.id)] = vector
+
+    def duplicate_of(self, item: MemoryItem, vector: Vector, threshold: float) -> tuple[MemoryItem, float, bool] | None:
+        best: tuple[MemoryItem, float, bool] | None = None
+        for key, other in self.items.items():
+            if other.project != item.project or other.id == item.id or not other.active:
+                continue
+            if other.content_hash == item.content_hash:
+                return other, 1.0, True
+            if other.kind is item.kind:
+                sim = _cosine(vector, self.vectors[key])
+                if sim >= threshold and (best is None or sim > best[1]):
+                    best = (other, sim, False)
+        return best
+
+
+def _stored_duplicate(
+    item: MemoryItem, vector: Vector, store: VectorStore, threshold: float
+) -> tuple[MemoryItem, float, bool] | None:
+    hits = store.search(
+        SearchQuery(
+            vector=vector,
+            project=item.project,
+            include_global=False,
+            kinds=[item.kind],
+            mode=SearchMode.DENSE,
+            limit=5,
+        )
+    )
+    for hit in hits:
+        if hit.item.id == item.id:
+            continue
+        if hit.item.content_hash == item.content_hash:
+            return hit.item, 1.0, True
+        if hit.score >= threshold:
+            return hit.item, hit.score, False
+    return None
+
+
+def ingest(
+    items: Sequence[MemoryItem],
+    embedder: Embedder,
+    store: VectorStore,
+    *,
+    near_duplicate: float | None = DEFAULT_NEAR_DUPLICATE,
+) -> IngestReport:
+    """Embed and store ``items`` (see the module doc); ``near_duplicate`` None turns merging off."""
+    if not items:
         return IngestReport(upserted=0, projects=())
-    vectors = embedder.embed([item.embedding_text() for item in unique])
-    store.upsert(unique, vectors)
-    return IngestReport(upserted=len(unique), projects=tuple(sorted({i.project for i in unique})))
+    if near_duplicate is not None and not 0.0 < near_duplicate <= 1.0:
+        raise ValueError(f"near_duplicate must be in (0, 1], got {near_duplicate}")
+    vectors = embedder.embed([item.embedding_text() for item in items])
+    batch = _Batch()
+    merges: list[Merge] = []
+    own: set[tuple[str, str]] = set()
+    for item, vector in zip(items, vectors, strict=True):
+        key = (item.project, item.id)
+        replaced = key in batch.items or (near_duplicate is not None and bool(store.get(item.project, [item.id])))
+        found = None
+        if near_duplicate is not None and not replaced:
+            found = batch.duplicate_of(item, vector, near_duplicate) or _stored_duplicate(
+                item, vector, store, near_duplicate
+            )
+        if found is None:
+            batch.put(item, vector)
+            own.add(key)
+            continue
+        existing, similarity, exact = found
+        existing = batch.items.get((existing.project, existing.id), existing)
+        batch.put(merged_item(existing, item), vector)
+        merges.append(Merge(item.id, existing.id, item.project, round(similarity, 4), exact))
+    superseded, missing = _supersede(batch, embedder, store)
+    written = list(batch.items.values())
+    store.upsert(written, [batch.vectors[(i.project, i.id)] for i in written])
+    return IngestReport(
+        upserted=len(own),
+        projects=tuple(sorted({i.project for i in items})),
+        merged=tuple(merges),
+        superseded=tuple(superseded),
+        supersede_missing=tuple(missing),
+    )
+
+
+def _supersede(
+    batch: _Batch, embedder: Embedder, store: VectorStore
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Mark the items the batch's items supersede; returns (newly superseded, not found)."""
+    superseded: list[tuple[str, str]] = []
+    missing: list[tuple[str, str]] = []
+    for item in list(batch.items.values()):
+        for old_id in item.supersedes:
+            key = (item.project, old_id)
+            old = batch.items.get(key)
+            if old is None:
+                stored = store.get(item.project, [old_id])
+                old = stored[0] if stored else None
+            if old is None:
+                missing.append(key)
+                continue
+            if old.superseded_by == item.id:
+                continue
+            vector = batch.vectors.get(key) or embedder.embed([old.embedding_text()])[0]
+            batch.put(old.model_copy(update={"superseded_by": item.id}), vector)
+            superseded.append(key)
+    return superseded, missing

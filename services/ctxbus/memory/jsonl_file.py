@@ -4,7 +4,10 @@ Each line is an object with the caller's ``id`` (kept as is), ``kind``,
 ``content`` and optionally ``title``, ``domain`` (a string) and/or ``domains``
 (a list), ``tags``, ``created_at``/``updated_at`` (ISO-8601; naive means UTC),
 ``confidence``, ``importance``, ``usage_count``, ``success_rate``,
-``example_reference``, ``outcome``, ``source`` (default: the file path) and
+``example_reference``, ``outcome``, ``key_insight``, ``lesson_learned``,
+``session_id`` (learnings), ``severity`` (low/medium/high/critical) and
+``mitigation`` (warnings), ``supersedes`` (a list of ids of this project that the
+item replaces), ``source`` (default: the file path) and
 ``project`` (default: the caller's; ``"global"``/``"__global__"`` is the shared
 scope). ``null`` for an optional key means "not given".
 
@@ -28,7 +31,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from ctxbus.memory.model import GLOBAL_PROJECT, MAX_CONTENT_CHARS, MemoryItem, MemoryKind, Outcome
+from ctxbus.memory.model import GLOBAL_PROJECT, MAX_CONTENT_CHARS, MemoryItem, MemoryKind, Outcome, Severity
 from ctxbus.memory.parse_result import LineError, ParsedMemories, read_text, validation_reason
 
 #: Kind names from other tools, mapped onto ours.
@@ -62,6 +65,12 @@ ALLOWED_KEYS: Final = frozenset(
         "outcome",
         "source",
         "project",
+        "key_insight",
+        "lesson_learned",
+        "session_id",
+        "severity",
+        "mitigation",
+        "supersedes",
     }
 )
 #: Longest value quoted back in a reason, in characters.
@@ -70,6 +79,7 @@ MAX_QUOTED_CHARS = 60
 _VALID_KINDS = ", ".join(k.value for k in MemoryKind)
 _VALID_ALIASES = ", ".join(KIND_ALIASES)
 _VALID_OUTCOMES = ", ".join(o.value for o in Outcome)
+_VALID_SEVERITIES = ", ".join(v.value for v in Severity)
 
 
 class _DuplicateKeyError(ValueError):
@@ -184,6 +194,16 @@ def _outcome(raw: dict[str, Any]) -> Outcome | None:
         raise ValueError(f"outcome {_quote(name)} is not one of {_VALID_OUTCOMES}") from None
 
 
+def _severity(raw: dict[str, Any]) -> Severity | None:
+    name = _optional_text(raw, "severity")
+    if name is None:
+        return None
+    try:
+        return Severity(name.strip().lower())
+    except ValueError:
+        raise ValueError(f"severity {_quote(name)} is not one of {_VALID_SEVERITIES}") from None
+
+
 def _project(raw: dict[str, Any], default: str) -> str:
     if raw.get("project") is None:
         return default
@@ -222,6 +242,12 @@ def memory_item(raw: Any, *, project: str, source: str, now: datetime | None = N
         "source": _optional_text(raw, "source") or source,
         "example_reference": _optional_text(raw, "example_reference"),
         "outcome": _outcome(raw),
+        "key_insight": _optional_text(raw, "key_insight"),
+        "lesson_learned": _optional_text(raw, "lesson_learned"),
+        "session_id": _optional_text(raw, "session_id"),
+        "severity": _severity(raw),
+        "mitigation": _optional_text(raw, "mitigation"),
+        "supersedes": _text_list(raw, "supersedes"),
         "success_rate": _fraction(raw, "success_rate"),
         **_times(raw, now),
     }

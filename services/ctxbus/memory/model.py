@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 #: The scope shared by every project: items stored under it are visible to all projects.
 GLOBAL_PROJECT = "__global__"
@@ -43,6 +43,15 @@ class Outcome(StrEnum):
     PARTIAL = "partial"
     FAILED = "failed"
     UNKNOWN = "unknown"
+
+
+class Severity(StrEnum):
+    """How bad it is when a warning is ignored (seed 001 REQ-021.5)."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
 
 
 def content_hash(text: str) -> str:
@@ -80,6 +89,18 @@ class MemoryItem(BaseModel):
     success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     example_reference: str | None = Field(default=None, max_length=1000)
     outcome: Outcome | None = None
+    #: learnings: the one-line insight and the lesson (a failed learning's lesson is its warning's mitigation)
+    key_insight: str | None = Field(default=None, max_length=2000)
+    lesson_learned: str | None = Field(default=None, max_length=2000)
+    #: learnings: the session or task the learning came from
+    session_id: str | None = Field(default=None, max_length=500)
+    #: warnings
+    severity: Severity | None = None
+    mitigation: str | None = Field(default=None, max_length=2000)
+    #: ids (same project) this item replaces; they stop being retrieved
+    supersedes: tuple[str, ...] = Field(default=(), max_length=50)
+    #: set on an item another one replaced (it stays stored for history, never retrieved)
+    superseded_by: str | None = Field(default=None, max_length=200)
     created_at: AwareDatetime = Field(default_factory=_now)
     updated_at: AwareDatetime = Field(default_factory=_now)
 
@@ -96,6 +117,27 @@ class MemoryItem(BaseModel):
         cleaned = tuple(dict.fromkeys(v.strip().lower() for v in value if v.strip()))
         return cleaned
 
+    @field_validator("key_insight", "lesson_learned", "session_id", "mitigation", "superseded_by")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    @field_validator("supersedes")
+    @classmethod
+    def _clean_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
+
+    @model_validator(mode="after")
+    def _not_self_superseding(self) -> MemoryItem:
+        if self.id in self.supersedes:
+            raise ValueError(f"item {self.id!r} cannot supersede itself")
+        return self
+
+    @property
+    def active(self) -> bool:
+        """Whether searches may return it (an item another replaced is kept for history only)."""
+        return self.superseded_by is None
+
     @property
     def point_id(self) -> str:
         return point_id(self.project, self.id)
@@ -106,6 +148,10 @@ class MemoryItem(BaseModel):
 
     def embedding_text(self) -> str:
         """The text that is embedded for this item: title and content."""
+        parts = [self.content]
         if self.title and self.title not in self.content:
-            return f"{self.title}. {self.content}"
-        return self.content
+            parts.insert(0, f"{self.title}.")
+        for extra in (self.key_insight, self.lesson_learned, self.mitigation):
+            if extra and extra not in self.content:
+                parts.append(extra)
+        return " ".join(parts)

@@ -22,7 +22,7 @@ from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile
 from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, SearchQuery, VectorStore
+from ctxbus.ports import Embedder, SearchMode, SearchQuery, VectorStore
 
 log = structlog.get_logger("ctxbus.retriever")
 
@@ -79,7 +79,9 @@ class RetrieverHandler:
         clock: Callable[[], datetime],
         classifier: TaskClassifier | None = None,
         classifications: SessionClassificationCache | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
     ) -> None:
+        self._mode = mode
         self._embedder = embedder
         self._store = store
         self._topics = topics
@@ -179,10 +181,13 @@ class RetrieverHandler:
             SearchQuery(
                 vector=vector,
                 project=project,
+                text=query_text(request),
+                mode=self._mode,
                 limit=plan.candidate_limit,
                 kinds=sorted(plan.include_kinds),
                 exclude_kinds=sorted(plan.exclude_kinds),
                 min_confidence=request.min_confidence or None,
+                min_importance=plan.min_importance or None,
             )
         )
         t2 = time.perf_counter()

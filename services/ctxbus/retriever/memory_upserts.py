@@ -40,5 +40,11 @@ class MemoryUpsertHandler:
             report = await asyncio.to_thread(ingest, upserted.items, self._embedder, self._store)
         except (OSError, TimeoutError) as exc:
             raise RetriableError(f"vector store unavailable: {exc}") from exc
-        log.info("memory_upserted", project=event.project, items=report.upserted)
+        log.info(
+            "memory_upserted",
+            project=event.project,
+            items=report.upserted,
+            merged=[(m.incoming_id, m.existing_id, m.similarity) for m in report.merged],
+            superseded=[i for _, i in report.superseded],
+        )
         return ()

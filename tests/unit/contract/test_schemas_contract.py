@@ -118,7 +118,7 @@ def test_todays_event_is_read_by_a_reader_with_an_added_field(
 ) -> None:
     data = EventSerializer()(request_event)
     new_schema = fastavro.schema.load_schema(str(_evolved_schemas(tmp_path) / "ctxbus.events.RetrievalRequested.avsc"))
-    old_schema = SchemaRegistry(SCHEMAS).by_id(1).schema
+    old_schema = SchemaRegistry(SCHEMAS).current(request_event.event_type).schema
     record = fastavro.schemaless_reader(io.BytesIO(data[5:]), old_schema, new_schema)
     assert record["payload"]["urgency"] is None
     assert record["payload"]["prompt"] == request_event.payload.prompt
@@ -140,26 +140,46 @@ def test_an_event_with_an_added_field_is_read_by_todays_reader(
         {
             "id": new_id,
             "event_type": "context.retrieval.requested",
-            "version": 2,
+            "version": CURRENT_SCHEMA_VERSION["context.retrieval.requested"] + 1,
             "file": "ctxbus.events.RetrievalRequested.avsc",
         }
     )
     (evolved / "registry.json").write_text(json.dumps(index))
-    # today's reader: the current schemas, plus knowledge of writer id 5 (as an archived file)
+    # today's reader: the current schemas, plus knowledge of the new writer id (as an archived file)
     today = tmp_path / "today"
     shutil.copytree(SCHEMAS, today)
-    (today / "archive" / "v2").mkdir(parents=True)
+    (today / "archive" / "vnext").mkdir(parents=True)
     for f in evolved.glob("*.avsc"):
-        shutil.copy(f, today / "archive" / "v2" / f.name)
+        shutil.copy(f, today / "archive" / "vnext" / f.name)
     today_index = json.loads((today / "registry.json").read_text())
     today_index["schemas"].append(
         {
             "id": new_id,
             "event_type": "context.retrieval.requested",
             "version": 0,
-            "file": "archive/v2/ctxbus.events.RetrievalRequested.avsc",
+            "file": "archive/vnext/ctxbus.events.RetrievalRequested.avsc",
         }
     )
     (today / "registry.json").write_text(json.dumps(today_index))
     decoded = EventDeserializer(SchemaRegistry(today))(frame(new_id, body))
     assert decoded == request_event
+
+
+@pytest.mark.parametrize("name", ["request_event", "completed_event", "injected_event"])
+def test_events_written_with_every_archived_version_are_read_today(name: str, request: pytest.FixtureRequest) -> None:
+    """Schema versions side by side: an event written by an older producer decodes, new fields defaulted."""
+    from ctxbus.contract.serde import frame, to_record
+
+    event: AnyEnvelope = request.getfixturevalue(name)
+    registry = SchemaRegistry(SCHEMAS)
+    old_entries = [e for e in registry.entries() if e.event_type == event.event_type and e.path.parent != SCHEMAS]
+    assert old_entries, f"no archived version of {event.event_type}"
+    for entry in old_entries:
+        old_fields = {f["name"] for f in fastavro.schema.load_schema(str(entry.path))["fields"][1]["type"]["fields"]}
+        record = to_record(event)
+        record["payload"] = {k: v for k, v in record["payload"].items() if k in old_fields}
+        data = frame(entry.schema_id, _write(entry.path, record))
+        decoded = EventDeserializer(registry)(data)
+        assert decoded.schema_version == event.schema_version  # the envelope field is what the producer wrote
+        assert decoded.payload.model_dump(include=old_fields) == event.payload.model_dump(include=old_fields)
+        assert decoded.event_id == event.event_id

@@ -47,7 +47,7 @@ def test_headers_mirror_the_envelope(request_event: Envelope[RetrievalRequested]
     headers = event_headers(request_event, 1)
     assert header_value(headers, HEADER_EVENT_TYPE) == EventType.RETRIEVAL_REQUESTED
     assert header_value(headers, HEADER_CORRELATION_ID) == str(request_event.correlation_id)
-    assert header_value(headers, "ctxbus-schema-version") == "1"
+    assert header_value(headers, "ctxbus-schema-version") == str(request_event.schema_version)
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,7 @@ def test_other_kinds_get_their_own_sections_after_the_patterns() -> None:
         "## Decisions",
         "## Conventions",
     ]
-    assert "### Token expiry\n- w1 text\n- **Reference**: src/auth/token.py\n" in text
+    assert "### Token expiry\n- w1 text\n- **Severity**: medium\n- **Reference**: src/auth/token.py\n" in text
     assert "### OAuth2 support\n- l1 text\n- **Outcome**: successful\n" in text
     assert "## Principles\n\n### pr1\n- pr1 text\n\n### Validate at boundaries\n- pr2 text\n" in text
     assert result.item_ids == ("l1", "w1", "pr1", "d1", "c1", "pa1", "pr2")  # rank order

@@ -64,13 +64,25 @@ def random_hits(rng: random.Random, count: int) -> list[SearchHit]:
 
 def test_default_weights_are_the_documented_ones() -> None:
     w = RankingWeights()
-    assert (w.similarity, w.domain, w.conviction, w.recency, w.half_life_days) == (0.5, 0.2, 0.2, 0.1, 90.0)
-    assert w.normalised() == pytest.approx({"similarity": 0.5, "domain": 0.2, "conviction": 0.2, "recency": 0.1})
+    assert (w.similarity, w.lexical, w.domain, w.conviction, w.recency, w.half_life_days) == (
+        0.4,
+        0.1,
+        0.2,
+        0.2,
+        0.1,
+        90.0,
+    )
+    assert w.normalised() == pytest.approx(
+        {"similarity": 0.4, "lexical": 0.1, "domain": 0.2, "conviction": 0.2, "recency": 0.1}
+    )
+    # seed 001's split of the non-relevance half: domain 0.4, conviction 0.4, recency 0.2
+    rest = w.domain + w.conviction + w.recency
+    assert (w.domain / rest, w.conviction / rest, w.recency / rest) == pytest.approx((0.4, 0.4, 0.2))
 
 
 def test_weights_are_normalised() -> None:
-    assert RankingWeights(similarity=2, domain=1, conviction=1, recency=0).normalised() == pytest.approx(
-        {"similarity": 0.5, "domain": 0.25, "conviction": 0.25, "recency": 0.0}
+    assert RankingWeights(similarity=2, domain=1, conviction=1, recency=0, lexical=0).normalised() == pytest.approx(
+        {"similarity": 0.5, "lexical": 0.0, "domain": 0.25, "conviction": 0.25, "recency": 0.0}
     )
     assert math.fsum(RankingWeights(similarity=3, domain=7, conviction=0.1, recency=9).normalised().values()) == (
         pytest.approx(1.0)
@@ -84,7 +96,8 @@ def test_weights_are_normalised() -> None:
         {"domain": -1},
         {"conviction": -1e-9},
         {"recency": -5},
-        {"similarity": 0, "domain": 0, "conviction": 0, "recency": 0},
+        {"similarity": 0, "domain": 0, "conviction": 0, "recency": 0, "lexical": 0},
+        {"lexical": -1},
         {"similarity": float("nan")},
         {"domain": float("inf")},
         {"half_life_days": 0},
@@ -222,7 +235,7 @@ def test_bad_arguments_are_refused() -> None:
 
 @pytest.mark.parametrize(
     ("outcome", "weight", "as_warning"),
-    [("successful", 1.0, 0.0), ("partial", 0.6, 0.0), ("unknown", 0.5, 0.0), (None, 0.5, 0.0), ("failed", 1.0, 1.0)],
+    [("successful", 1.0, 0.0), ("partial", 0.6, 1.0), ("unknown", 0.5, 0.0), (None, 0.5, 0.0), ("failed", 1.0, 1.0)],
 )
 def test_learnings_weigh_by_their_outcome_and_failures_become_warnings(
     outcome: str | None, weight: float, as_warning: float

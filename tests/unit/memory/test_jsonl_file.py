@@ -11,7 +11,7 @@ import pytest
 
 from ctxbus.memory import parse_result
 from ctxbus.memory.jsonl_file import ALLOWED_KEYS, KIND_ALIASES, parse_jsonl
-from ctxbus.memory.model import GLOBAL_PROJECT, MAX_CONTENT_CHARS, MemoryKind, Outcome
+from ctxbus.memory.model import GLOBAL_PROJECT, MAX_CONTENT_CHARS, MemoryKind, Outcome, Severity
 from ctxbus.memory.parse_result import LineError, MemoryFileError, ParsedMemories
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -274,3 +274,32 @@ def test_unreadable_undecodable_and_oversized_files_are_file_errors(
 def test_a_non_utc_offset_is_kept_as_the_same_instant(tmp_path: Path) -> None:
     (item,) = parse_jsonl(write(tmp_path, good("o", created_at="2026-01-10T08:00:00-05:00")), project="p").items
     assert item.created_at == datetime(2026, 1, 10, 8, tzinfo=timezone(timedelta(hours=-5)))
+
+
+def test_learning_warning_and_supersede_fields(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        good(
+            "l1",
+            outcome="failed",
+            key_insight="Redis held stale roles.",
+            lesson_learned="Cache ids only.",
+            session_id="sess-9",
+        ),
+        good("w1", kind="warning", severity="HIGH", mitigation="Check expiry after await.", supersedes=["w0", " "]),
+        good("w2", kind="warning", severity="urgent"),
+        good("w3", kind="warning", supersedes=["w3"]),
+        good("w4", kind="warning", supersedes="w0"),
+    )
+    parsed = parse_jsonl(path, project="p", now=NOW)
+    l1, w1 = parsed.items
+    assert (l1.key_insight, l1.lesson_learned, l1.session_id) == (
+        "Redis held stale roles.",
+        "Cache ids only.",
+        "sess-9",
+    )
+    assert (w1.severity, w1.mitigation, w1.supersedes) == (Severity.HIGH, "Check expiry after await.", ("w0",))
+    reasons = {e.item_id: e.reason for e in parsed.errors}
+    assert 'severity "urgent" is not one of low, medium, high, critical' in reasons["w2"]
+    assert "cannot supersede itself" in reasons["w3"]
+    assert "supersedes must be a list of strings" in reasons["w4"]
