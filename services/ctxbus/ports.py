@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from ctxbus.memory.model import MemoryItem, MemoryKind
+from ctxbus.memory.model import Feedback, MemoryItem, MemoryKind
 
 Vector = list[float]
 
@@ -90,6 +90,10 @@ class VectorStore(Protocol):
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]: ...
 
     def delete(self, project: str, item_ids: Sequence[str]) -> int: ...
+
+    def set_feedback(self, project: str, feedback: Mapping[str, Feedback]) -> int:
+        """Replace the learned feedback of stored items (by id); returns how many were found."""
+        ...
 
     def count(self, project: str | None = None) -> int: ...
 

@@ -10,7 +10,7 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -107,6 +107,30 @@ class InjectionSettings(BaseSettings):
     min_score: float = Field(default=0.2, ge=-1.0, le=1.0)
     #: cosine below which a memory is not about the request at all, whatever its other merits
     min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0)
+    #: which half of hybrid search runs: hybrid | dense | sparse
+    search_mode: str = "hybrid"
+    #: ranking weights (normalised before use; see ctxbus.core.ranking) and the recency half-life
+    weight_similarity: float = Field(default=0.4, ge=0.0, le=100.0)
+    weight_lexical: float = Field(default=0.1, ge=0.0, le=100.0)
+    weight_domain: float = Field(default=0.2, ge=0.0, le=100.0)
+    weight_conviction: float = Field(default=0.2, ge=0.0, le=100.0)
+    weight_recency: float = Field(default=0.1, ge=0.0, le=100.0)
+    half_life_days: float = Field(default=90.0, gt=0.0, le=36_500.0)
+
+    @field_validator("search_mode")
+    @classmethod
+    def _mode_known(cls, value: str) -> str:
+        modes = ("hybrid", "dense", "sparse")
+        if value.strip().lower() not in modes:
+            raise ValueError(f"search_mode {value!r} is not one of {', '.join(modes)}")
+        return value.strip().lower()
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> InjectionSettings:
+        weights = (self.weight_similarity, self.weight_lexical, self.weight_domain, self.weight_conviction)
+        if sum(weights) + self.weight_recency <= 0:
+            raise ValueError("at least one CTXBUS_INJECTION_WEIGHT_* must be positive")
+        return self
 
 
 class PreContextSettings(BaseSettings):
@@ -194,6 +218,11 @@ class Settings(BaseSettings):
     @property
     def attempts_db(self) -> Path:
         return self.data_dir / "attempts.sqlite3"
+
+    @property
+    def learning_db(self) -> Path:
+        """The injections and outcomes learning counts from (rebuildable from the topics)."""
+        return self.data_dir / "learning.sqlite3"
 
     @property
     def runtime_file(self) -> Path:

@@ -19,13 +19,17 @@ from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
+from ctxbus.adapters.learning_ledger import LearningLedger
+from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_prototypes import build_classifier
 from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
+from ctxbus.learning.handler import LearningHandler
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, VectorStore
+from ctxbus.ports import Embedder, SearchMode, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
@@ -78,8 +82,11 @@ class Resources:
     store: VectorStore | None = None
     record: InjectionRecord | None = None
     attempts: AttemptStore | None = None
+    ledger: LearningLedger | None = None
 
     def close(self) -> None:
+        if self.ledger is not None:
+            self.ledger.close()
         if self.store is not None:
             self.store.close()
         if self.record is not None:
@@ -99,6 +106,56 @@ class RunnerSpec:
     outputs: tuple[str, ...] = ()
 
 
+def ranking_weights(settings: Settings) -> RankingWeights:
+    i = settings.injection
+    return RankingWeights(
+        similarity=i.weight_similarity,
+        lexical=i.weight_lexical,
+        domain=i.weight_domain,
+        conviction=i.weight_conviction,
+        recency=i.weight_recency,
+        half_life_days=i.half_life_days,
+    )
+
+
+def retriever_handler(
+    settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
+) -> RetrieverHandler:
+    """The retriever as every caller builds it (the service, the Python API, the CLI, backtests)."""
+    return RetrieverHandler(
+        embedder,
+        store,
+        topics,
+        metrics,
+        weights=ranking_weights(settings),
+        min_score=settings.injection.min_score,
+        min_similarity=settings.injection.min_similarity,
+        clock=utc_now,
+        classifier=build_classifier(embedder),
+        mode=SearchMode(settings.injection.search_mode),
+    )
+
+
+def injector_handler(
+    settings: Settings,
+    topics: Topics,
+    metrics: Metrics,
+    *,
+    embedder: Embedder | None = None,
+    attempts: AttemptStore | None = None,
+) -> InjectorHandler:
+    """The injector as every caller builds it."""
+    return InjectorHandler(
+        topics,
+        metrics,
+        settings.injection,
+        clock=utc_now,
+        attempts=attempts,
+        precontext=policy_from(settings.precontext),
+        count_tokens=token_counter(settings, embedder),
+    )
+
+
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
     """The consumer loops a service runs (the injector also records agent attempts for pre-context)."""
     s = res.settings
@@ -107,16 +164,10 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             res.embedder = open_embedder(s)
         if res.store is None:
             res.store = open_store(s, res.embedder)
-        retriever = RetrieverHandler(
-            res.embedder,
-            res.store,
-            topics,
-            res.metrics,
-            min_score=s.injection.min_score,
-            min_similarity=s.injection.min_similarity,
-            clock=utc_now,
-            classifier=build_classifier(res.embedder),
-        )
+        retriever = retriever_handler(s, res.embedder, res.store, topics, res.metrics)
+        if res.ledger is None:
+            res.ledger = LearningLedger(s.learning_db)
+        learning = LearningHandler(res.ledger, res.store)
         return [
             RunnerSpec(
                 "retriever",
@@ -132,19 +183,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
             ),
+            # ... and so is what outcomes teach about the injected items
+            RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),
+            RunnerSpec("learning-outcomes", learning.outcomes, topics.outcome_recorded, EventType.OUTCOME_RECORDED),
         ]
     if name == "injector":
         if res.attempts is None:
             res.attempts = AttemptStore(s.attempts_db)
-        injector = InjectorHandler(
-            topics,
-            res.metrics,
-            s.injection,
-            clock=utc_now,
-            attempts=res.attempts,
-            precontext=policy_from(s.precontext),
-            count_tokens=token_counter(s, res.embedder),
-        )
+        injector = injector_handler(s, topics, res.metrics, embedder=res.embedder, attempts=res.attempts)
         return [
             RunnerSpec(
                 "injector",
@@ -233,21 +279,40 @@ async def run_services(
         res.close()
 
 
+def _memory_of(res: Resources) -> Callable[[], Memory | None]:
+    """A Memory on the shared embedder and store, made once they exist (never closing the store)."""
+    made: list[Memory] = []
+
+    def memory() -> Memory | None:
+        if not made and res.embedder is not None and res.store is not None:
+            made.append(Memory(res.settings, res.embedder, res.store, owns_store=False))
+        return made[0] if made else None
+
+    return memory
+
+
 async def run_gateway(
     settings: Settings,
     config: KafkaClientConfig,
     metrics: Metrics,
     stop: asyncio.Event,
     on_ready: Callable[[int], None] | None = None,
+    resources: Resources | None = None,
 ) -> None:
-    """Serve the hook gateway until ``stop``; ``on_ready`` gets the bound port."""
+    """Serve the hook gateway until ``stop``; ``on_ready`` gets the bound port.
+
+    With the ``resources`` the services of this process share, the gateway also serves the Python
+    API (``/v1/search``, ``/v1/prime``) on their embedder and store, once the retriever opened them.
+    """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
+    from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
     async with publisher_for(config, "gateway") as publisher, ReplyRouter(config, topics.context_injected) as router:
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics)
+        library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,

@@ -64,6 +64,8 @@ def stack(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[subprocess.Pope
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout.splitlines()[-1]) == {
         "imported": 2,
+        "merged": 0,
+        "superseded": 0,
         "rejected": 0,
         "project": "acme/web",
         "via": "store",
@@ -138,6 +140,20 @@ def test_readme_flow(stack: tuple[subprocess.Popen[bytes], dict[str, object]], e
         time.sleep(0.5)
     assert "### SameSite session cookies" in again.stdout
 
+    # the Python API's batch commands reach the store through the process that owns it
+    queries = Path(env["CTXBUS_DATA_DIR"]) / "queries.jsonl"
+    queries.write_text('{"id": "q1", "query": "password reset sessions"}\n{"id": "q2", "query": "  "}\n')
+    searched = ctxbus(env, "search", "--project", "acme/web", "--queries", str(queries), "--k", "2", "--mode", "hybrid")
+    assert searched.returncode == 3, searched.stderr  # one bad query: reported, the others answered
+    first, second = (json.loads(line) for line in searched.stdout.splitlines())
+    assert first["id"] == "q1" and first["items"][0]["id"] == "reset-revokes" and first["ms"] >= 0
+    assert second == {"id": "q2", "error": "the query is empty or blank"}
+    primed = ctxbus(env, "prime", "--project", "acme/web", "--task-type", "bugfix", "Fix login after password reset")
+    assert primed.returncode == 0, primed.stderr
+    document = json.loads(primed.stdout)
+    assert document["task_context"]["task_type"] == "bugfix"
+    assert document["patterns"][0]["id"] == "reset-revokes" and document["token_count"] > 0
+
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     assert not (Path(env["CTXBUS_DATA_DIR"]) / "runtime.json").exists()
@@ -160,7 +176,14 @@ def test_clear_errors_without_a_stack_and_for_bad_input(env: dict[str, str], tmp
     mixed = ctxbus(env, "memory", "import", str(tmp_path / "items.jsonl"), "--project", "p")
     lines = mixed.stdout.splitlines()
     assert mixed.returncode == 3 and ":2 (m2): kind" in lines[0]
-    assert json.loads(lines[-1]) | {"via": "store"} == {"rejected": 1, "project": "p", "imported": 1, "via": "store"}
+    assert json.loads(lines[-1]) | {"via": "store"} == {
+        "rejected": 1,
+        "project": "p",
+        "imported": 1,
+        "merged": 0,
+        "superseded": 0,
+        "via": "store",
+    }
     (tmp_path / "adr-7.md").write_text(
         "# ADR 7: Sessions\n\nStatus: accepted\n\n## Decision\n\nRevoke refresh tokens.\n\n"
         "## Consequences\n\nUsers sign in again.\n"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -26,6 +26,7 @@ import qdrant_edge as qe
 
 from ctxbus.adapters.store_payload import (
     DENSE,
+    FEEDBACK,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
     SPARSE,
@@ -47,7 +48,7 @@ from ctxbus.adapters.store_payload import (
     search_scope,
 )
 from ctxbus.core.lexical import query_vector
-from ctxbus.memory.model import MemoryItem, point_id
+from ctxbus.memory.model import Feedback, MemoryItem, point_id
 from ctxbus.ports import SearchHit, SearchMode, SearchQuery, StoreBusy, StoreModelMismatch, Vector
 
 META_FILE = "ctxbus-store.json"
@@ -267,6 +268,16 @@ class EdgeVectorStore:
         present = [str(r.id) for r in self._open.retrieve(list(wanted), with_payload=False, with_vector=False)]
         if present:
             self._open.update(qe.UpdateOperation.delete_points(list(present)))
+        return len(present)
+
+    def set_feedback(self, project: str, feedback: Mapping[str, Feedback]) -> int:
+        """Replace the learned feedback of stored items of ``project``; returns how many exist."""
+        wanted = {point_id(project, i): fb for i, fb in feedback.items()}
+        if not wanted:
+            return 0
+        present = [str(r.id) for r in self._open.retrieve(list(wanted), with_payload=False, with_vector=False)]
+        for pid in present:
+            self._open.update(qe.UpdateOperation.set_payload([pid], {FEEDBACK: wanted[pid].model_dump()}))
         return len(present)
 
     def count(self, project: str | None = None) -> int:

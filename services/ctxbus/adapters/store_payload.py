@@ -26,6 +26,8 @@ SPARSE = "lexical"
 KEYWORD_INDEXES = ("project", "kind", "domains", "id", "content_hash", "status")
 #: float payload fields with an index
 FLOAT_INDEXES = ("confidence", "importance")
+#: the payload key of an item's learned feedback (a MemoryItem field, updated in place by learning)
+FEEDBACK = "feedback"
 #: extra payload keys, not MemoryItem fields
 CONTENT_HASH = "content_hash"
 #: "active", or "superseded" on an item another one replaced: kept, never searched (a keyword, not a

@@ -8,13 +8,14 @@ Tests run it against ``QdrantClient(":memory:")``, which speaks the same models 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
 
 from ctxbus.adapters.store_payload import (
     DENSE,
+    FEEDBACK,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
     SPARSE,
@@ -36,7 +37,7 @@ from ctxbus.adapters.store_payload import (
     search_scope,
 )
 from ctxbus.core.lexical import query_vector
-from ctxbus.memory.model import MemoryItem, point_id
+from ctxbus.memory.model import Feedback, MemoryItem, point_id
 from ctxbus.ports import SearchHit, SearchMode, SearchQuery, Vector
 from ctxbus.settings import QdrantSettings
 
@@ -223,6 +224,17 @@ class QdrantServerStore:
         if present:
             self._client.delete(self._collection, points_selector=models.PointIdsList(points=present), wait=True)
         return len(present)
+
+    def set_feedback(self, project: str, feedback: Mapping[str, Feedback]) -> int:
+        """Replace the learned feedback of stored items of ``project``; returns how many exist."""
+        wanted = {point_id(project, i): fb for i, fb in feedback.items()}
+        if not wanted:
+            return 0
+        records = self._client.retrieve(self._collection, ids=list(wanted), with_payload=False, with_vectors=False)
+        for record in records:
+            payload = {FEEDBACK: wanted[str(record.id)].model_dump()}
+            self._client.set_payload(self._collection, payload=payload, points=[record.id], wait=True)
+        return len(records)
 
     def count(self, project: str | None = None) -> int:
         """Items of ``project`` (only that scope, not global), or of every project when None."""

@@ -14,7 +14,15 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse  # noqa: PLC0415
 
     from ctxbus import __version__  # noqa: PLC0415
-    from ctxbus.cli import agent_cmds, client_cmds, gap_cmds, hooks_cmds, memory_cmds, stack_cmds  # noqa: PLC0415
+    from ctxbus.cli import (  # noqa: PLC0415
+        agent_cmds,
+        client_cmds,
+        gap_cmds,
+        hooks_cmds,
+        library_cmds,
+        memory_cmds,
+        stack_cmds,
+    )
 
     parser = argparse.ArgumentParser(prog="ctxbus", description="Event-driven context injection for AI coding agents.")
     parser.add_argument("--version", action="version", version=f"ctxbus {__version__}")
@@ -23,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hook",
         help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | learned-patterns",
     )
-    for module in (stack_cmds, memory_cmds, client_cmds, hooks_cmds, agent_cmds, gap_cmds):
+    for module in (stack_cmds, memory_cmds, library_cmds, client_cmds, hooks_cmds, agent_cmds, gap_cmds):
         module.register(sub)
     return parser
 

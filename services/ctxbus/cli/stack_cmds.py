@@ -23,7 +23,7 @@ from ctxbus.observability import Metrics, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import NoBroker, RuntimeInfo, kafka_config, read_runtime
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 log = structlog.get_logger("ctxbus.cli")
 
@@ -149,9 +149,13 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
         )
 
     announcer = asyncio.create_task(announce())
-    tasks = [run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result)]
+    # one set of resources: the gateway serves the Python API on the retriever's embedder and store
+    shared = Resources(settings=settings, metrics=metrics)
+    tasks = [run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result, resources=shared)]
     if services:
-        tasks.append(run_services(services, settings, config, metrics, stop, on_ready=services_ready.set))
+        tasks.append(
+            run_services(services, settings, config, metrics, stop, resources=shared, on_ready=services_ready.set)
+        )
     try:
         await asyncio.gather(*tasks)
     finally:

@@ -155,6 +155,7 @@ class ContextInjected(_Payload):
     suggested_approach: str = ""
     #: seed 001's prime_context JSON document, when the request asked for it
     prime: str | None = None
+    task_id: str | None = Field(default=None, max_length=500)
 
 
 class OutcomeScope(StrEnum):

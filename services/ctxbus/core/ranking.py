@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ctxbus.core.learning import with_learning
 from ctxbus.core.sections import is_cautionary
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
@@ -120,6 +121,8 @@ def relevance(hit: SearchHit) -> float:
 def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: RankingWeights) -> RankedHit:
     """The hit's score (similarity clamped to 0..1, times the outcome weight of learnings) and its breakdown."""
     w = weights.normalised()
+    base_conviction = hit.item.confidence
+    hit = SearchHit(with_learning(hit.item), hit.score, hit.extra)  # outcomes' lessons, bounded (core.learning)
     parts = {
         "similarity": min(1.0, max(0.0, hit.score)),
         "lexical": min(1.0, max(0.0, hit.extra.get("lexical", 0.0))),
@@ -134,6 +137,8 @@ def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: Ran
         **{f"weight_{k}": v for k, v in w.items()},
         "outcome_weight": factor,
         "as_warning": float(is_cautionary(hit.item)),
+        "learned_shift": hit.item.confidence - base_conviction,
+        "outcomes": float(hit.item.feedback.uses),
         **{k: v for k, v in hit.extra.items() if k in SEARCH_EVIDENCE},
         "total": total,
     }

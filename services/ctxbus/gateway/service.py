@@ -24,6 +24,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import HttpError, Request, Response
+from ctxbus.gateway.library import LibraryRoutes
 from ctxbus.hooks import fallback
 from ctxbus.hooks.project import project_for
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
@@ -42,8 +43,15 @@ FALLBACK_RESERVE_S = 0.3
 
 class HookGateway:
     def __init__(
-        self, settings: HookSettings, topics: Topics, publisher: EventPublisher, router: ReplyRouter, metrics: Metrics
+        self,
+        settings: HookSettings,
+        topics: Topics,
+        publisher: EventPublisher,
+        router: ReplyRouter,
+        metrics: Metrics,
+        library: LibraryRoutes | None = None,
     ) -> None:
+        self._library = library
         self._settings = settings
         self._topics = topics
         self._publisher = publisher
@@ -53,6 +61,10 @@ class HookGateway:
     async def handle(self, request: Request) -> Response:
         if request.path == "/healthz":
             return Response(200, {"status": "ok"})
+        if self._library is not None and request.path == "/v1/search":
+            return await self._library.search(request)
+        if self._library is not None and request.path == "/v1/prime":
+            return await self._library.prime(request)
         if request.path != "/v1/hooks":
             raise HttpError(404, f"no route {request.path}")
         if request.method != "POST":

@@ -152,6 +152,7 @@ class InjectorHandler:
             request_emitted_at=completed.request_emitted_at,
             suggested_approach=result.approach.text,
             prime=self._prime(completed, result, text, empty_reason) if request.prime else None,
+            task_id=request.task_id,
         )
         out = event.caused(injected, producer=SERVICE, now=self._clock())
         log.info("injected", items=len(result.item_ids), chars=len(text), empty_reason=empty_reason)

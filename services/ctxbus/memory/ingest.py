@@ -147,9 +147,12 @@ def ingest(
     batch = _Batch()
     merges: list[Merge] = []
     own: set[tuple[str, str]] = set()
-    for item, vector in zip(items, vectors, strict=True):
-        key = (item.project, item.id)
-        replaced = key in batch.items or (near_duplicate is not None and bool(store.get(item.project, [item.id])))
+    for incoming, vector in zip(items, vectors, strict=True):
+        key = (incoming.project, incoming.id)
+        previous = batch.items.get(key) or next(iter(store.get(incoming.project, [incoming.id])), None)
+        replaced = previous is not None
+        # what outcomes taught about an item stays when it is re-imported (feedback is learned, never imported)
+        item = incoming.model_copy(update={"feedback": previous.feedback}) if previous else incoming
         found = None
         if near_duplicate is not None and not replaced:
             found = batch.duplicate_of(item, vector, near_duplicate) or _stored_duplicate(

@@ -69,6 +69,18 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+class Feedback(BaseModel):
+    """What outcomes said about an item so far: learned by ctxbus, never imported (see ctxbus.core.learning)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: injections of the item whose session or task reported an outcome
+    uses: int = Field(default=0, ge=0)
+    successes: int = Field(default=0, ge=0)
+    partials: int = Field(default=0, ge=0)
+    failures: int = Field(default=0, ge=0)
+
+
 class MemoryItem(BaseModel):
     """One thing ctxbus can inject: a pattern, principle, learning, warning, decision ..."""
 
@@ -101,6 +113,8 @@ class MemoryItem(BaseModel):
     supersedes: tuple[str, ...] = Field(default=(), max_length=50)
     #: set on an item another one replaced (it stays stored for history, never retrieved)
     superseded_by: str | None = Field(default=None, max_length=200)
+    #: learned from outcomes by ctxbus itself (not part of the wire's MemoryRecord: producers cannot set it)
+    feedback: Feedback = Feedback()
     created_at: AwareDatetime = Field(default_factory=_now)
     updated_at: AwareDatetime = Field(default_factory=_now)
 

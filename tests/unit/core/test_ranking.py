@@ -130,7 +130,8 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
     for hit in random_hits(rng, 50):
         ranked = score_hit(hit, domain=domain, now=NOW, weights=weights)
         b = ranked.breakdown
-        assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), "outcome_weight", "as_warning", "total"}
+        explained = {"outcome_weight", "as_warning", "learned_shift", "outcomes", "total"}
+        assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), *explained}
         assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
         assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
         weighted = math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS)

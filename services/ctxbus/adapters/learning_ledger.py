@@ -1,0 +1,128 @@
+"""The facts learning is computed from: injections and outcomes, on disk (SQLite), idempotent by event id.
+
+Counts are computed in SQL with exactly the rule of :func:`ctxbus.core.learning.feedback_counts`
+(an outcome counts once for every item injected into its session, or its task, at or before the
+outcome's time), so they depend on the set of facts, never on the order they arrived in.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from ctxbus.core.learning import TASK, InjectionFact, OutcomeFact
+from ctxbus.memory.model import Feedback
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS injections (
+    event_id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    task_id TEXT,
+    emitted_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS injection_items (
+    event_id TEXT NOT NULL,
+    project TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    PRIMARY KEY (event_id, item_id)
+);
+CREATE INDEX IF NOT EXISTS injection_items_item ON injection_items (project, item_id);
+CREATE INDEX IF NOT EXISTS injections_session ON injections (project, session_id);
+CREATE INDEX IF NOT EXISTS injections_task ON injections (project, task_id);
+CREATE TABLE IF NOT EXISTS outcomes (
+    event_id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    task_id TEXT,
+    by_task INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    emitted_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outcomes_session ON outcomes (project, session_id);
+CREATE INDEX IF NOT EXISTS outcomes_task ON outcomes (project, task_id);
+"""
+
+#: an outcome applies to an injection (the join of both tables, aliases o and i)
+_APPLIES = """
+    i.project = o.project AND i.emitted_at <= o.emitted_at
+    AND ((o.by_task = 1 AND i.task_id = o.task_id) OR (o.by_task = 0 AND i.session_id = o.session_id))
+"""
+
+Key = tuple[str, str]
+
+
+class LearningLedger:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def add_injection(self, fact: InjectionFact) -> set[Key]:
+        """Record an injection; returns the items whose counts may have changed (empty for a repeat)."""
+        with self._db:
+            self._db.execute("BEGIN")
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO injections VALUES (?, ?, ?, ?, ?)",
+                (fact.event_id, fact.project, fact.session_id, fact.task_id, fact.emitted_at.timestamp()),
+            )
+            if cur.rowcount == 0:
+                return set()
+            self._db.executemany(
+                "INSERT OR IGNORE INTO injection_items VALUES (?, ?, ?)",
+                [(fact.event_id, fact.project, item_id) for item_id in fact.item_ids],
+            )
+        return {(fact.project, item_id) for item_id in fact.item_ids}
+
+    def add_outcome(self, fact: OutcomeFact) -> set[Key]:
+        """Record an outcome; returns the items it counts for (empty for a repeat)."""
+        by_task = int(fact.scope == TASK and bool(fact.task_id))
+        with self._db:
+            self._db.execute("BEGIN")
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fact.event_id,
+                    fact.project,
+                    fact.session_id,
+                    fact.task_id,
+                    by_task,
+                    fact.outcome,
+                    fact.emitted_at.timestamp(),
+                ),
+            )
+            if cur.rowcount == 0:
+                return set()
+        rows = self._db.execute(
+            f"SELECT DISTINCT ii.project, ii.item_id FROM outcomes o JOIN injections i ON {_APPLIES} "
+            "JOIN injection_items ii ON ii.event_id = i.event_id WHERE o.event_id = ?",
+            (fact.event_id,),
+        ).fetchall()
+        return {(str(p), str(i)) for p, i in rows}
+
+    def counts(self, keys: Iterable[Key]) -> dict[Key, Feedback]:
+        """The feedback of each item (zero counts for an item no outcome counts for)."""
+        result: dict[Key, Feedback] = {}
+        for project, item_id in sorted(set(keys)):
+            rows = self._db.execute(
+                f"SELECT o.outcome, COUNT(DISTINCT o.event_id) FROM injection_items ii "
+                f"JOIN injections i ON i.event_id = ii.event_id JOIN outcomes o ON {_APPLIES} "
+                "WHERE ii.project = ? AND ii.item_id = ? GROUP BY o.outcome",
+                (project, item_id),
+            ).fetchall()
+            by = {str(o): int(n) for o, n in rows}
+            result[(project, item_id)] = Feedback(
+                uses=sum(by.values()),
+                successes=by.get("successful", 0),
+                partials=by.get("partial", 0),
+                failures=by.get("failed", 0),
+            )
+        return result
+
+    def all_items(self) -> set[Key]:
+        return {(str(p), str(i)) for p, i in self._db.execute("SELECT DISTINCT project, item_id FROM injection_items")}

@@ -1,0 +1,317 @@
+"""ctxbus as a library: open a store, add memories, search, prime. The services' own code paths.
+
+::
+
+    from ctxbus.api import Memory
+
+    with Memory.open() as memory:                      # settings from CTXBUS_* (embedded store by default)
+        memory.add_file("memories.jsonl", project="payments")
+        result = memory.search("payments", "rotate refresh tokens", k=5)
+        for found in result.items:
+            print(found.id, found.score)
+        doc = memory.prime("payments", "Add refresh-token rotation", task_type="feature", domain="auth")
+        print(doc["suggested_approach"])
+
+``search`` modes: ``ranked`` (default: the retriever's full path: task classification, the agent
+profile's policy, hybrid search, ranking; the score is the ranking's and ``breakdown`` explains it),
+``hybrid`` (the store's fused candidates; score = reciprocal-rank fusion), ``dense`` (cosine) and
+``sparse`` (BM25). ``prime`` returns seed 001's prime_context document, built by the injector's
+code. A Memory opened here owns the embedded store (another process holding it raises
+:class:`~ctxbus.ports.StoreBusy`); with ``CTXBUS_QDRANT_URL`` set it talks to that server instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import (
+    SECTIONS,
+    ContextInjected,
+    RetrievalCompleted,
+    RetrievalRequested,
+    TaskType,
+    Trigger,
+)
+from ctxbus.contract.topics import Topics
+from ctxbus.memory.ingest import IngestReport, ingest
+from ctxbus.memory.jsonl_file import parse_jsonl
+from ctxbus.memory.model import MemoryItem
+from ctxbus.memory.parse_result import LineError
+from ctxbus.observability import Metrics
+from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
+from ctxbus.settings import Settings
+
+#: search modes: the full ranking, or one stage of it
+MODES = ("ranked", "hybrid", "dense", "sparse")
+#: most items one search returns (the wire's bound on a retrieval)
+MAX_K = 100
+PRODUCER = "api"
+
+
+class QueryError(ValueError):
+    """A query that cannot be run: blank, unknown mode, k out of range, bad options."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    id: str
+    project: str
+    kind: str
+    score: float
+    breakdown: Mapping[str, float] = field(default_factory=dict)
+    title: str = ""
+    content: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    items: tuple[Found, ...]
+    ms: float
+    #: the query was longer than the embedding model reads (its tokens beyond the window were not embedded)
+    truncated: bool = False
+    query_tokens: int = 0
+    notice: str | None = None
+
+
+def _check_query(query: str, k: int, mode: str) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise QueryError("the query is empty or blank")
+    if mode not in MODES:
+        raise QueryError(f"unknown search mode {mode!r}; valid: {', '.join(MODES)}")
+    if not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be from 1 to {MAX_K}, not {k}")
+
+
+class Memory:
+    """One project-scoped memory store with the embedder that fills and searches it."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, store: VectorStore, *, owns_store: bool = True) -> None:
+        from ctxbus.wiring import injector_handler, retriever_handler  # noqa: PLC0415  (wiring imports the services)
+
+        self.settings = settings
+        self.embedder = embedder
+        self.store = store
+        self._owns_store = owns_store
+        topics = Topics(settings.topic_prefix)
+        metrics = Metrics()  # a private registry: library calls do not touch a service's metrics
+        self._retriever = retriever_handler(settings, embedder, store, topics, metrics)
+        self._injector = injector_handler(settings, topics, metrics, embedder=embedder)
+
+    @classmethod
+    def open(cls, settings: Settings | None = None) -> Memory:
+        """Load the embedder and open the configured store (raises StoreBusy, StoreModelMismatch)."""
+        from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415
+
+        settings = settings or Settings()
+        embedder = open_embedder(settings)
+        return cls(settings, embedder, open_store(settings, embedder))
+
+    # -- adding ---------------------------------------------------------------------------------------------
+
+    def add(self, items: Iterable[MemoryItem]) -> IngestReport:
+        """Embed and store items (duplicates merge, ``supersedes`` retires; see ctxbus.memory.ingest)."""
+        return ingest(list(items), self.embedder, self.store)
+
+    def add_file(self, path: str | Path, *, project: str) -> tuple[IngestReport, list[LineError]]:
+        """A JSON-lines file of memory items: the good lines are stored, the bad ones returned with reasons."""
+        parsed = parse_jsonl(Path(path), project=project)
+        return self.add(parsed.items), list(parsed.errors)
+
+    # -- searching ------------------------------------------------------------------------------------------
+
+    def _window(self, query: str) -> tuple[bool, int, str | None]:
+        tokens = self.embedder.count_tokens(query)
+        if tokens <= self.embedder.max_tokens:
+            return False, tokens, None
+        notice = (
+            f"the query has {tokens} tokens; the embedding model reads the first {self.embedder.max_tokens} "
+            "(the keyword search still reads all of it)"
+        )
+        return True, tokens, notice
+
+    def search(
+        self,
+        project: str,
+        query: str,
+        *,
+        k: int = 10,
+        mode: str = "ranked",
+        domain: str | None = None,
+        agent_role: str = "implementer",
+        task_type: str | None = None,
+    ) -> SearchResult:
+        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first."""
+        return asyncio.run(
+            self.asearch(project, query, k=k, mode=mode, domain=domain, agent_role=agent_role, task_type=task_type)
+        )
+
+    async def asearch(
+        self,
+        project: str,
+        query: str,
+        *,
+        k: int = 10,
+        mode: str = "ranked",
+        domain: str | None = None,
+        agent_role: str = "implementer",
+        task_type: str | None = None,
+    ) -> SearchResult:
+        """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
+        _check_query(query, k, mode)
+        started = time.perf_counter()
+        truncated, tokens, notice = self._window(query)
+        if mode == "ranked":
+            completed = await self._retrieve(project, self._request(query, k, domain, agent_role, task_type))
+            found = tuple(
+                Found(i.id, i.project, i.kind, i.score, dict(i.breakdown), i.title, i.content) for i in completed.items
+            )
+        else:
+            hits = await asyncio.to_thread(self._store_search, project, query, k, SearchMode(mode), domain)
+            key = {"hybrid": "rrf", "sparse": "bm25"}.get(mode)
+            found = tuple(
+                Found(
+                    h.item.id,
+                    h.item.project,
+                    h.item.kind.value,
+                    round(h.extra[key] if key else h.score, 6),
+                    {"cosine": h.score, **h.extra},
+                    h.item.title,
+                    h.item.content,
+                )
+                for h in hits
+            )
+        ms = (time.perf_counter() - started) * 1000.0
+        return SearchResult(found, round(ms, 3), truncated, tokens, notice)
+
+    def _store_search(self, project: str, query: str, k: int, mode: SearchMode, domain: str | None) -> list[SearchHit]:
+        vector = self.embedder.embed_query(query)
+        return self.store.search(
+            SearchQuery(vector=vector, project=project, text=query, mode=mode, limit=k, domain=domain)
+        )
+
+    # -- priming --------------------------------------------------------------------------------------------
+
+    def prime(
+        self,
+        project: str,
+        description: str,
+        *,
+        task_type: str | None = None,
+        domain: str | None = None,
+        include: Mapping[str, bool] | None = None,
+        max_tokens: int = 2_000,
+        max_chars: int = 10_000,
+        max_items: int = 10,
+        agent_role: str = "implementer",
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Seed 001's prime_context: the assembled context for a task, as its JSON document."""
+        return asyncio.run(
+            self.aprime(
+                project,
+                description,
+                task_type=task_type,
+                domain=domain,
+                include=include,
+                max_tokens=max_tokens,
+                max_chars=max_chars,
+                max_items=max_items,
+                agent_role=agent_role,
+                session_id=session_id,
+            )
+        )
+
+    async def aprime(
+        self,
+        project: str,
+        description: str,
+        *,
+        task_type: str | None = None,
+        domain: str | None = None,
+        include: Mapping[str, bool] | None = None,
+        max_tokens: int = 2_000,
+        max_chars: int = 10_000,
+        max_items: int = 10,
+        agent_role: str = "implementer",
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`prime` for callers that already run an event loop."""
+        if not description or not description.strip():
+            raise QueryError("the task description is empty or blank")
+        unknown = sorted(set(include or {}) - set(SECTIONS))
+        if unknown:
+            raise QueryError(f"unknown include section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
+        request = self._request(description, max_items, domain, agent_role, task_type).model_copy(
+            update={"include": dict(include or {}), "prime": True, "max_tokens": max_tokens, "max_chars": max_chars}
+        )
+        try:
+            RetrievalRequested.model_validate(request.model_dump())  # bounds on the budgets, as on the wire
+        except ValueError as exc:
+            raise QueryError(str(exc)) from exc
+        injected = await self._inject(project, request, session_id or f"api-{uuid.uuid4().hex[:12]}")
+        document: dict[str, Any] = json.loads(injected.prime or "{}")
+        document["context"] = injected.context
+        return document
+
+    # -- the services' code, called in process -------------------------------------------------------------
+
+    @staticmethod
+    def _request(
+        prompt: str, max_items: int, domain: str | None, agent_role: str, task_type: str | None
+    ) -> RetrievalRequested:
+        try:
+            return RetrievalRequested(
+                agent_name=PRODUCER,
+                agent_role=agent_role,
+                domain=domain,
+                task_type=TaskType(task_type) if task_type else None,
+                prompt=prompt,
+                max_items=max_items,
+                trigger=Trigger.USER_PROMPT,
+            )
+        except ValueError as exc:
+            raise QueryError(str(exc)) from exc
+
+    async def _run(self, event: Envelope[Any]) -> Envelope[Any]:
+        from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
+
+        handler = self._retriever if isinstance(event.payload, RetrievalRequested) else self._injector
+        try:
+            (output,) = await handler(event)
+        except PoisonEvent as exc:  # an unknown profile, a bad override: the caller's error
+            raise QueryError(str(exc)) from exc
+        return output.event
+
+    async def _retrieve(self, project: str, request: RetrievalRequested, session_id: str = "api") -> RetrievalCompleted:
+        event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
+        completed: RetrievalCompleted = (await self._run(event)).payload
+        return completed
+
+    async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:
+        event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
+        completed = await self._run(event)
+        injected: ContextInjected = (await self._run(completed)).payload
+        return injected
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

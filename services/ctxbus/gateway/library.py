@@ -1,0 +1,117 @@
+"""``POST /v1/search`` and ``POST /v1/prime``: the Python API served by the process that owns the store.
+
+While the stack runs, the embedded store belongs to its process; ``ctxbus search`` and
+``ctxbus prime`` (and any script) reach it here instead of opening it. Same code as
+:class:`ctxbus.api.Memory`, on the stack's own embedder and store.
+
+``/v1/search`` body: ``{"project": P, "queries": [{"id": ..., "query": ...}, ...], "k": 10,
+"mode": "ranked", "domain": null, "agent_role": "implementer"}``; answer: ``{"results": [one
+result line per query, in order]}`` where a bad query's line is ``{"id": ..., "error": ...}``.
+``/v1/prime`` body: the keyword arguments of :meth:`ctxbus.api.Memory.prime` plus ``project``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ctxbus.api import MODES, Memory, QueryError, SearchResult
+from ctxbus.gateway.http import HttpError, Request, Response
+
+#: most queries in one /v1/search call
+MAX_QUERIES = 1_000
+_PRIME_OPTIONS = {
+    "task_type",
+    "domain",
+    "include",
+    "max_tokens",
+    "max_chars",
+    "max_items",
+    "agent_role",
+    "session_id",
+}
+
+
+def result_line(query_id: Any, result: SearchResult) -> dict[str, Any]:
+    """One output line of ``ctxbus search``: the query's id, its items best first, the time taken."""
+    line: dict[str, Any] = {
+        "id": query_id,
+        "items": [{"id": f.id, "score": f.score} for f in result.items],
+        "ms": result.ms,
+    }
+    if result.truncated:
+        line["truncated"] = True
+        line["notice"] = result.notice
+    return line
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if request.method != "POST":
+        raise HttpError(405, f"POST a JSON object to {request.path}")
+    try:
+        body = json.loads(request.body or b"null")
+    except ValueError as exc:
+        raise HttpError(400, f"the body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise HttpError(400, "the body must be a JSON object")
+    project = body.get("project")
+    if not isinstance(project, str) or not project.strip():
+        raise HttpError(400, "project is missing or blank")
+    return body
+
+
+class LibraryRoutes:
+    def __init__(self, memory: Callable[[], Memory | None]) -> None:
+        self._memory = memory
+
+    def _open(self) -> Memory:
+        memory = self._memory()
+        if memory is None:
+            raise HttpError(503, "this process does not hold the memory store (yet); retry when the stack is up")
+        return memory
+
+    async def search(self, request: Request) -> Response:
+        body = _body(request)
+        queries = body.get("queries")
+        if not isinstance(queries, list) or len(queries) > MAX_QUERIES:
+            raise HttpError(400, f"queries must be a list of at most {MAX_QUERIES} objects")
+        k, mode = body.get("k", 10), body.get("mode", "ranked")
+        if not isinstance(k, int) or isinstance(k, bool) or mode not in MODES:
+            raise HttpError(400, f"k must be a whole number and mode one of {', '.join(MODES)}")
+        memory = self._open()
+        results: list[dict[str, Any]] = []
+        for entry in queries:
+            query_id = entry.get("id") if isinstance(entry, dict) else None
+            text = entry.get("query") if isinstance(entry, dict) else None
+            try:
+                if not isinstance(text, str):
+                    raise QueryError("each query must be an object with a string 'query'")
+                result = await memory.asearch(
+                    body["project"],
+                    text,
+                    k=k,
+                    mode=mode,
+                    domain=body.get("domain"),
+                    agent_role=body.get("agent_role", "implementer"),
+                )
+            except QueryError as exc:
+                results.append({"id": query_id, "error": str(exc)})
+                continue
+            results.append(result_line(query_id, result))
+        return Response(200, {"results": results})
+
+    async def prime(self, request: Request) -> Response:
+        body = _body(request)
+        unknown = sorted(set(body) - _PRIME_OPTIONS - {"project", "description"})
+        if unknown:
+            raise HttpError(400, f"unknown option(s) {', '.join(unknown)}")
+        description = body.get("description")
+        if not isinstance(description, str):
+            raise HttpError(400, "description must be a string")
+        options = {k: v for k, v in body.items() if k in _PRIME_OPTIONS}
+        try:
+            document = await self._open().aprime(body["project"], description, **options)
+        except (QueryError, TypeError) as exc:
+            raise HttpError(400, str(exc)) from exc
+        return Response(200, document)

@@ -1,0 +1,1 @@
+"""Learning from outcomes: the consumer that turns injections and outcomes into item feedback."""
