@@ -64,6 +64,13 @@ def register(sub: Any) -> None:
     cls = bsub.add_parser("classify", help="task classification accuracy on the shipped labelled set")
     cls.add_argument("--json", action="store_true")
     cls.set_defaults(handler=cmd_bench_classify)
+    ret = bsub.add_parser(
+        "retrieval", help="retrieval quality (recall, MRR, nDCG) on the labelled set, and speed at scale"
+    )
+    ret.add_argument("--scale", type=int, default=10_000, help="memories in the store for the speed figures")
+    ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
+    ret.add_argument("--json", action="store_true")
+    ret.set_defaults(handler=cmd_bench_retrieval)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -250,4 +257,16 @@ def cmd_bench_classify(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         classify.print_report(result)
+    return 0
+
+
+def cmd_bench_retrieval(args: argparse.Namespace) -> int:
+    from ctxbus.bench import retrieval  # noqa: PLC0415
+
+    configure_logging("WARNING")
+    result = retrieval.run(scale=args.scale, rounds=args.rounds, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        retrieval.print_report(result)
     return 0

@@ -1,0 +1,94 @@
+"""The retrieval benchmark runs end to end on a small labelled set and reports every figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxbus.bench import retrieval
+
+pytestmark = pytest.mark.integration
+
+MEMORIES = [
+    {
+        "id": "jwt-rotate",
+        "project": "shop",
+        "kind": "pattern",
+        "domains": ["auth"],
+        "content": "Rotate refresh tokens on every use; revoke the token family when an old token is replayed.",
+    },
+    {
+        "id": "redis-roles",
+        "project": "shop",
+        "kind": "learning",
+        "outcome": "failed",
+        "domains": ["auth"],
+        "content": "Caching user roles in Redis for an hour left revoked admins with access.",
+        "lesson_learned": "Cache role ids with a short TTL and invalidate on change.",
+    },
+    {
+        "id": "pool",
+        "project": "shop",
+        "kind": "convention",
+        "domains": ["database"],
+        "content": "Set pool_pre_ping=True on every SQLAlchemy engine.",
+    },
+    {
+        "id": "twin",
+        "project": "blog",
+        "kind": "pattern",
+        "domains": ["auth"],
+        "content": "Rotate refresh tokens on every use in the blog (another project).",
+    },
+    {
+        "id": "g-logs",
+        "project": "__global__",
+        "kind": "principle",
+        "domains": ["observability"],
+        "content": "Never log secrets, tokens or passwords.",
+    },
+]
+QUERIES = [
+    {
+        "id": "q1",
+        "project": "shop",
+        "query": "implement refresh token rotation",
+        "domain": "auth",
+        "category": "direct",
+        "relevant": {"jwt-rotate": 3, "g-logs": 1},
+    },
+    {
+        "id": "q2",
+        "project": "shop",
+        "query": "pool_pre_ping",
+        "domain": None,
+        "category": "keyword",
+        "relevant": {"pool": 3},
+    },
+    {
+        "id": "q3",
+        "project": "shop",
+        "query": "cache the user roles in Redis to speed up auth",
+        "domain": "auth",
+        "category": "outcome",
+        "relevant": {"redis-roles": 3},
+        "cautionary": ["redis-roles"],
+    },
+]
+
+
+def test_the_benchmark_reports_quality_leaks_warnings_and_speed(tmp_path: Path) -> None:
+    (tmp_path / "memories.jsonl").write_text("\n".join(json.dumps(m) for m in MEMORIES) + "\n")
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES) + "\n")
+    result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
+    quality = result["quality"]
+    assert quality["queries"] == 3 and set(quality["methods"]) == {"dense", "sparse", "full"}
+    assert quality["methods"]["full"]["recall@10"] == 1.0 and quality["methods"]["full"]["mrr"] == 1.0
+    assert quality["cross_project_leaks"] == {"dense": 0, "sparse": 0, "full": 0}
+    assert quality["cautionary_returned"] == quality["cautionary_shown_as_warning"] == 1
+    assert set(quality["by_category"]) == {"direct", "keyword", "outcome"}
+    assert result["speed"]["memories"] == 60 and result["speed"]["retrievals"] == 3
+    assert 0 < result["speed"]["p50_ms"] <= result["speed"]["p99_ms"]
+    retrieval.print_report(result)  # the people's report renders
