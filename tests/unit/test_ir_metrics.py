@@ -29,3 +29,11 @@ def test_ndcg() -> None:
     idcg = 7 / math.log2(2) + 3 / math.log2(3) + 1 / math.log2(4)
     assert ndcg_at(["b", "a", "a"], REL, 10) == pytest.approx(dcg / idcg)  # a repeat gains nothing
     assert ndcg_at(["x"], REL, 10) == 0.0 and ndcg_at(["a"], {}, 10) == 0.0
+
+
+def test_dedupe_confusion() -> None:
+    from ctxbus.bench.dedupe import confusion
+
+    row = confusion([0.95, 0.91, 0.85, 0.93], [True, True, True, False], 0.9)
+    assert (row["precision"], row["recall"], row["false_merges"]) == (round(2 / 3, 4), round(2 / 3, 4), 1)
+    assert confusion([0.5], [False], 0.9)["precision"] == 1.0

@@ -71,6 +71,9 @@ def register(sub: Any) -> None:
     ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
+    ded = bsub.add_parser("dedupe", help="near-duplicate threshold: precision and recall on labelled pairs")
+    ded.add_argument("--json", action="store_true")
+    ded.set_defaults(handler=cmd_bench_dedupe)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -269,4 +272,15 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         retrieval.print_report(result)
+    return 0
+
+
+def cmd_bench_dedupe(args: argparse.Namespace) -> int:
+    from ctxbus.bench import dedupe  # noqa: PLC0415
+
+    result = dedupe.run()
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        dedupe.print_report(result)
     return 0
