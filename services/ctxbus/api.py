@@ -26,11 +26,11 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
@@ -55,6 +55,7 @@ MODES = ("ranked", "hybrid", "dense", "sparse")
 #: most items one search returns (the wire's bound on a retrieval)
 MAX_K = 100
 PRODUCER = "api"
+T = TypeVar("T")
 
 
 class QueryError(ValueError):
@@ -104,6 +105,8 @@ class Memory:
         topics = Topics(settings.topic_prefix)
         metrics = Metrics()  # a private registry: library calls do not touch a service's metrics
         self._retriever = retriever_handler(settings, embedder, store, topics, metrics)
+        #: one event loop for the synchronous calls (a fresh loop and thread pool per call cost ~1 ms)
+        self._runner: asyncio.Runner | None = None
         self._injector = injector_handler(settings, topics, metrics, embedder=embedder)
 
     @classmethod
@@ -150,7 +153,7 @@ class Memory:
         task_type: str | None = None,
     ) -> SearchResult:
         """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first."""
-        return asyncio.run(
+        return self._sync(
             self.asearch(project, query, k=k, mode=mode, domain=domain, agent_role=agent_role, task_type=task_type)
         )
 
@@ -215,7 +218,7 @@ class Memory:
         session_id: str | None = None,
     ) -> dict[str, Any]:
         """Seed 001's prime_context: the assembled context for a task, as its JSON document."""
-        return asyncio.run(
+        return self._sync(
             self.aprime(
                 project,
                 description,
@@ -304,7 +307,16 @@ class Memory:
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
+    def _sync(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on this Memory's own loop (not from inside a running loop: use the a* methods)."""
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner.run(work)
+
     def close(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.close()
         if self._owns_store:
             self.store.close()
 

@@ -38,7 +38,7 @@ from ctxbus.adapters.store_payload import (
     check_vectors,
     chunks,
     combine,
-    cosine,
+    cosines,
     dense_of,
     item_payload,
     item_sparse,
@@ -241,13 +241,11 @@ class EdgeVectorStore:
                 with_payload=True,
                 with_vector=[DENSE],
             )
+            points = self._open.query(request)
+            similarity = cosines(query.vector, [dense_of(p.vector) for p in points])
             sparse = [
-                SearchHit(
-                    item=payload_item(p.payload),
-                    score=cosine(query.vector, dense_of(p.vector)),
-                    extra={"bm25": float(p.score)},
-                )
-                for p in self._open.query(request)
+                SearchHit(item=payload_item(p.payload), score=cos, extra={"bm25": float(p.score)})
+                for p, cos in zip(points, similarity, strict=True)
             ]
         return combine(mode, dense, sparse, query.limit)
 

@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import numpy as np
 
 from ctxbus.core.fusion import dense_only, fuse, lexical_only
 from ctxbus.core.lexical import SparseVector, document_vector, query_vector
@@ -79,13 +80,19 @@ def dense_of(vector: object) -> list[float] | None:
     return None
 
 
-def cosine(query: Vector, stored: Sequence[float] | None) -> float:
-    """Cosine of the query and a stored (engine-normalised) vector; 0 when the vector is missing."""
-    if not stored:
-        return 0.0
-    dot = sum(a * b for a, b in zip(query, stored, strict=False))
-    norm = math.sqrt(sum(a * a for a in query)) * math.sqrt(sum(b * b for b in stored))
-    return dot / norm if norm else 0.0
+def cosines(query: Vector, stored: Sequence[Sequence[float] | None]) -> list[float]:
+    """Cosine of the query with each stored vector (0 for a missing one), in one matrix product."""
+    present = [i for i, v in enumerate(stored) if v]
+    result = [0.0] * len(stored)
+    if not present:
+        return result
+    matrix = np.asarray([stored[i] for i in present], dtype=np.float32)
+    q = np.asarray(query, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
+    values = (matrix @ q) / np.where(norms > 0, norms, 1.0)
+    for i, value in zip(present, values.tolist(), strict=True):
+        result[i] = float(value)
+    return result
 
 
 def payload_item(payload: Mapping[str, Any] | None) -> MemoryItem:

@@ -27,7 +27,7 @@ from ctxbus.adapters.store_payload import (
     check_vectors,
     chunks,
     combine,
-    cosine,
+    cosines,
     dense_of,
     item_payload,
     item_sparse,
@@ -195,13 +195,10 @@ class QdrantServerStore:
                 with_payload=True,
                 with_vectors=[DENSE],
             )
+            similarity = cosines(query.vector, [dense_of(p.vector) for p in result.points])
             sparse = [
-                SearchHit(
-                    item=payload_item(p.payload),
-                    score=cosine(query.vector, dense_of(p.vector)),
-                    extra={"bm25": float(p.score)},
-                )
-                for p in result.points
+                SearchHit(item=payload_item(p.payload), score=cos, extra={"bm25": float(p.score)})
+                for p, cos in zip(result.points, similarity, strict=True)
             ]
         return combine(mode, dense, sparse, query.limit)
 
