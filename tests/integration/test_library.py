@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from qdrant_client import QdrantClient
 
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.adapters.store_edge import EdgeVectorStore
+from ctxbus.adapters.store_qdrant_server import QdrantServerStore
 from ctxbus.api import Memory, QueryError
+from ctxbus.ports import VectorStore
 from ctxbus.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -76,10 +79,17 @@ def memories_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def memory(tmp_path: Path, embedder: OnnxMiniLmEmbedder, memories_file: Path) -> Iterator[Memory]:
+@pytest.fixture(params=["edge", "server"])
+def memory(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: OnnxMiniLmEmbedder, memories_file: Path
+) -> Iterator[Memory]:
+    """The API on the embedded store and on the Qdrant server adapter (qdrant-client's models, in memory)."""
     settings = Settings(data_dir=tmp_path / "data")
-    store = EdgeVectorStore(settings.store_dir, model_id=embedder.model_id, dim=embedder.dim)
+    store: VectorStore
+    if request.param == "edge":
+        store = EdgeVectorStore(settings.store_dir, model_id=embedder.model_id, dim=embedder.dim)
+    else:
+        store = QdrantServerStore(QdrantClient(":memory:"), "memories", model_id=embedder.model_id, dim=embedder.dim)
     with Memory(settings, embedder, store) as m:
         report, errors = m.add_file(memories_file, project="payments")
         assert report.upserted == 6 and [e.item_id for e in errors] == ["bad"]
