@@ -48,6 +48,7 @@ from ctxbus.memory.model import MemoryItem
 from ctxbus.memory.parse_result import LineError
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
+from ctxbus.retriever.handler import window_notices
 from ctxbus.settings import Settings
 
 #: search modes: the full ranking, or one stage of it
@@ -132,14 +133,9 @@ class Memory:
     # -- searching ------------------------------------------------------------------------------------------
 
     def _window(self, query: str) -> tuple[bool, int, str | None]:
-        tokens = self.embedder.count_tokens(query)
-        if tokens <= self.embedder.max_tokens:
-            return False, tokens, None
-        notice = (
-            f"the query has {tokens} tokens; the embedding model reads the first {self.embedder.max_tokens} "
-            "(the keyword search still reads all of it)"
-        )
-        return True, tokens, notice
+        notices = window_notices(self.embedder, query)
+        tokens = self.embedder.count_tokens(query) if notices else 0
+        return bool(notices), tokens, notices[0] if notices else None
 
     def search(
         self,

@@ -129,6 +129,7 @@ class RetrievalCompleted(_Payload):
     task_type_confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     fingerprint: str | None = None
     fingerprint_components: dict[str, str] = Field(default_factory=dict)
+    notices: tuple[str, ...] = ()
 
 
 class ContextInjected(_Payload):

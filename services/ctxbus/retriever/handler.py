@@ -39,6 +39,19 @@ def query_text(request: RetrievalRequested) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def window_notices(embedder: Embedder, text: str) -> tuple[str, ...]:
+    """A notice when ``text`` is longer than the embedding model reads (it is embedded truncated)."""
+    if len(text) <= embedder.max_tokens:  # a token is at least one character: cannot be over
+        return ()
+    tokens = embedder.count_tokens(text)
+    if tokens <= embedder.max_tokens:
+        return ()
+    return (
+        f"prompt_truncated: the prompt has {tokens} tokens; the embedding reads the first {embedder.max_tokens} "
+        "(the keyword search reads all of it)",
+    )
+
+
 def profile_for(request: RetrievalRequested) -> ContextProfile:
     """The request's context profile (its agent role; seed 004 aliases accepted) with its overrides.
 
@@ -63,6 +76,7 @@ class Retrieval:
     task_type: TaskType | None
     task_type_confidence: float
     mentioned_files: tuple[str, ...]
+    notices: tuple[str, ...] = ()
 
 
 class RetrieverHandler:
@@ -135,6 +149,7 @@ class RetrieverHandler:
             task_type_confidence=round(retrieval.task_type_confidence, 4),
             fingerprint=mix.hash,
             fingerprint_components={k: json.dumps(v, sort_keys=True, default=str) for k, v in mix.components.items()},
+            notices=retrieval.notices,
         )
         log.info(
             "retrieved",
@@ -166,7 +181,9 @@ class RetrieverHandler:
         self, project: str, session_id: str, request: RetrievalRequested, profile: ContextProfile
     ) -> Retrieval:
         t0 = time.perf_counter()
-        vector = self._embedder.embed_query(query_text(request))
+        text = query_text(request)
+        vector = self._embedder.embed_query(text)
+        notices = window_notices(self._embedder, text)
         t1 = time.perf_counter()
         task_type, confidence = self._task_type(session_id, request, vector)
         plan = plan_retrieval(
@@ -181,7 +198,7 @@ class RetrieverHandler:
             SearchQuery(
                 vector=vector,
                 project=project,
-                text=query_text(request),
+                text=text,
                 mode=self._mode,
                 limit=plan.candidate_limit,
                 kinds=sorted(plan.include_kinds),
@@ -205,4 +222,4 @@ class RetrieverHandler:
         self._metrics.stage.labels(SERVICE, "embed").observe(t1 - t0)
         self._metrics.stage.labels(SERVICE, "search").observe(t2 - t1)
         self._metrics.stage.labels(SERVICE, "rank").observe(t3 - t2)
-        return Retrieval(planned, len(hits), task_type, confidence, plan.mentioned_files)
+        return Retrieval(planned, len(hits), task_type, confidence, plan.mentioned_files, notices)
