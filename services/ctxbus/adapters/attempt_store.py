@@ -7,9 +7,9 @@ Readable from other processes while the injector writes (WAL), e.g. by ``ctxbus 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
+from ctxbus.adapters.sqlite import open_wal
 from ctxbus.contract.payloads import AttemptRecorded
 from ctxbus.core.precontext import AttemptRecord
 
@@ -27,10 +27,7 @@ CREATE TABLE IF NOT EXISTS attempts (
 
 class AttemptStore:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_wal(path, _SCHEMA)
 
     def close(self) -> None:
         self._db.close()

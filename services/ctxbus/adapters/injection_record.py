@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ctxbus.adapters.sqlite import open_wal
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected
 
@@ -80,11 +81,7 @@ class InjectionRecord:
     """SQLite file under the data directory; safe to read from other processes while written."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_wal(path, _SCHEMA, synchronous="NORMAL")
 
     def close(self) -> None:
         self._db.close()

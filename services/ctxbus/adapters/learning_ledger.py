@@ -7,10 +7,10 @@ outcome's time), so they depend on the set of facts, never on the order they arr
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
+from ctxbus.adapters.sqlite import open_wal
 from ctxbus.core.learning import TASK, InjectionFact, OutcomeFact
 from ctxbus.memory.model import Feedback
 
@@ -55,10 +55,7 @@ Key = tuple[str, str]
 
 class LearningLedger:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_wal(path, _SCHEMA)
 
     def close(self) -> None:
         self._db.close()

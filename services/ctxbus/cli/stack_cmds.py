@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -218,11 +219,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.memories < 1 or args.rate <= 0 or args.duration <= 0:
         raise CliError("--memories, --rate and --duration must be positive")
     result = pipeline.run(args.memories, args.rate, args.duration)
+    _emit(args, result, pipeline.print_report)
+    return 0 if result["lost"] == 0 else 1
+
+
+def _emit(args: argparse.Namespace, result: dict[str, Any], report: Callable[[dict[str, Any]], None]) -> int:
+    """A benchmark's figures: JSON with ``--json``, else its report for people."""
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        pipeline.print_report(result)
-    return 0 if result["lost"] == 0 else 1
+        report(result)
+    return 0
 
 
 def cmd_bench_hooks(args: argparse.Namespace) -> int:
@@ -232,10 +239,7 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
         raise CliError("--memories and --calls must be positive")
     ensure_bytecode()
     result = hooks.run(args.memories, args.calls)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        hooks.print_report(result)
+    _emit(args, result, hooks.print_report)
     return 0 if result["invalid_output"] == 0 else 1
 
 
@@ -245,22 +249,14 @@ def cmd_bench_precontext(args: argparse.Namespace) -> int:
     if args.tasks < 1:
         raise CliError("--tasks must be positive")
     result = precontext.run(args.tasks)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        precontext.print_report(result)
-    return 0
+    return _emit(args, result, precontext.print_report)
 
 
 def cmd_bench_classify(args: argparse.Namespace) -> int:
     from ctxbus.bench import classify  # noqa: PLC0415
 
     result = classify.run()
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        classify.print_report(result)
-    return 0
+    return _emit(args, result, classify.print_report)
 
 
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
@@ -268,19 +264,11 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
 
     configure_logging("WARNING")
     result = retrieval.run(scale=args.scale, rounds=args.rounds, log=lambda m: print(m, file=sys.stderr, flush=True))
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        retrieval.print_report(result)
-    return 0
+    return _emit(args, result, retrieval.print_report)
 
 
 def cmd_bench_dedupe(args: argparse.Namespace) -> int:
     from ctxbus.bench import dedupe  # noqa: PLC0415
 
     result = dedupe.run()
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        dedupe.print_report(result)
-    return 0
+    return _emit(args, result, dedupe.print_report)
