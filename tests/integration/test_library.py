@@ -180,3 +180,51 @@ def test_batch_commands_with_the_stack_stopped(tmp_path: Path, memories_file: Pa
     primed = ctxbus("prime", "--project", "payments", "--no-approach", "Add refresh token rotation")
     assert primed.returncode == 0, primed.stderr
     assert json.loads(primed.stdout)["suggested_approach"] == ""
+
+
+def test_a_project_pattern_file_merged_over_the_home_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+
+    def patterns(*entries: tuple[str, str]) -> str:
+        rows = [
+            {"pattern_id": i, "domain": "auth", "title": i, "description": d, "confidence": 0.9} for i, d in entries
+        ]
+        return json.dumps({"version": "1.0.0", "patterns": rows})
+
+    (home / ".claude" / "learned_patterns.json").write_text(
+        patterns(("shared", "Home: always log the correlation id."), ("home-only", "Home: prefer small PRs."))
+    )
+    project_file = tmp_path / "learned_patterns.json"
+    project_file.write_text(patterns(("shared", "Project: log the correlation id and the tenant.")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXBUS_")}
+    env.update(CTXBUS_DATA_DIR=str(tmp_path / "data"), HOME=str(home))
+    cmd = [
+        sys.executable,
+        "-m",
+        "ctxbus.cli.main",
+        "memory",
+        "import",
+        str(project_file),
+        "--project",
+        "p",
+        "--with-home",
+    ]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["imported"] == 2  # the project's "shared" wins over the home's
+    settings = Settings(data_dir=tmp_path / "data")
+    with Memory.open(settings) as memory:
+        (shared,) = memory.store.get("p", ["shared"])
+        assert shared.content.startswith("Project:") and memory.store.get("p", ["home-only"])
+    jsonl = tmp_path / "m.jsonl"
+    jsonl.write_text(json.dumps({"id": "x", "kind": "pattern", "content": "c"}) + "\n")
+    refused = subprocess.run(
+        [*cmd[:5], str(jsonl), "--project", "p", "--with-home"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2 and "--with-home applies to learned-patterns files" in refused.stderr

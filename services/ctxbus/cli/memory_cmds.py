@@ -14,12 +14,13 @@ from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryUpserted
 from ctxbus.contract.topics import Topics
+from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.markdown_file import parse_markdown
 from ctxbus.memory.model import MemoryItem
 from ctxbus.memory.parse_result import MemoryFileError, ParsedMemories
-from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, parse_pattern_file
+from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, merge_pattern_files, parse_pattern_file
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import kafka_config, read_runtime
 from ctxbus.settings import Settings
@@ -37,13 +38,24 @@ def register(sub: Any) -> None:
     )
     imp.add_argument("file", type=Path)
     imp.add_argument("--project", required=True)
+    imp.add_argument(
+        "--with-home",
+        action="store_true",
+        help="for a learned-patterns file: merge it over the user's ~/.claude/learned_patterns.json "
+        "(seed 002: same pattern_id, the project's wins)",
+    )
     imp.set_defaults(handler=cmd_import)
 
 
-def parse_file(path: Path, project: str) -> ParsedPatterns | ParsedMemories:
-    """By file type: ``.jsonl`` memory items, ``.md`` documents chunked by heading, else a learned-patterns file."""
+def parse_file(path: Path, project: str, *, home: Path | None = None) -> ParsedPatterns | ParsedMemories:
+    """By file type: ``.jsonl`` memory items, ``.md`` documents chunked by heading, else a learned-patterns file
+    (merged over ``home``'s ``.claude/learned_patterns.json`` when ``home`` is given)."""
     suffix = path.suffix.lower()
+    if home is not None and (suffix == ".jsonl" or suffix in MARKDOWN_SUFFIXES):
+        raise CliError("--with-home applies to learned-patterns files (.json), not to JSON lines or markdown")
     try:
+        if home is not None:
+            return merge_pattern_files(path, home / HOME_PATTERNS, project=project)
         if suffix == ".jsonl":
             return parse_jsonl(path, project=project)
         if suffix in MARKDOWN_SUFFIXES:
@@ -86,7 +98,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError("--project must not be blank")
     if not args.file.is_file():
         raise CliError(f"{args.file}: no such file")
-    parsed = parse_file(args.file, project)
+    parsed = parse_file(args.file, project, home=Path.home() if args.with_home else None)
     for err in parsed.errors:
         print(json.dumps({"error": str(err)}), flush=True)
     result: dict[str, object] = {"rejected": len(parsed.errors), "project": project}
