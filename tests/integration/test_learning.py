@@ -27,7 +27,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.learning import InjectionFact, OutcomeFact, feedback_counts, learned_conviction
 from ctxbus.learning.handler import LearningHandler
 from ctxbus.memory.ingest import ingest
-from ctxbus.memory.model import MemoryItem, MemoryKind
+from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind
 from ctxbus.ports import Embedder
 from ctxbus.wiring import Resources
 
@@ -42,6 +42,13 @@ ITEMS = [
         kind=MemoryKind.PATTERN,
         confidence=0.7,
         content="Cache user permission lookups in Redis with a five minute TTL.",
+    ),
+    MemoryItem(
+        id="never-log-roles",
+        project=GLOBAL_PROJECT,
+        kind=MemoryKind.PRINCIPLE,
+        confidence=0.7,
+        content="Never log user permission sets or Redis cache keys holding them.",
     ),
     MemoryItem(
         id="sql-index",
@@ -76,6 +83,7 @@ async def test_outcomes_move_the_injected_items_and_replay_rebuilds_the_same_fee
     cache_prompt = "Speed up the permission checks with a Redis cache"
     first = await ask(kafka, topics, "s1", cache_prompt)
     assert first.payload.item_ids[0] == "redis-cache" and first.payload.task_id == "task-s1"
+    assert "never-log-roles" in first.payload.item_ids and first.payload.global_item_ids == ("never-log-roles",)
     await ask(kafka, topics, "s2", cache_prompt)
     await tell(kafka, topics, "s1", Outcome.FAILED)
     await tell(kafka, topics, "s2", Outcome.FAILED)
@@ -90,6 +98,7 @@ async def test_outcomes_move_the_injected_items_and_replay_rebuilds_the_same_fee
     assert (cached.feedback.uses, cached.feedback.failures, cached.feedback.successes) == (3, 3, 0)
     assert learned_conviction(cached) < 0.7  # the ranking now trusts it less (ranking's own test: unit)
     assert store.get("acme", ["sql-index"])[0].feedback.uses == 0  # never injected: untouched
+    assert store.get(GLOBAL_PROJECT, ["never-log-roles"])[0].feedback.failures == 3  # the global item learns too
 
     # replay: a fresh ledger and a fresh store of the same items, the topics read back in another order
     deserialize = EventDeserializer()
@@ -105,22 +114,26 @@ async def test_outcomes_move_the_injected_items_and_replay_rebuilds_the_same_fee
             await handler(event)
         ledger.close()
         for item in ITEMS:
-            assert fresh.get("acme", [item.id])[0].feedback == store.get("acme", [item.id])[0].feedback
+            replayed = fresh.get(item.project, [item.id])[0].feedback
+            assert replayed == store.get(item.project, [item.id])[0].feedback
 
 
 def _random_facts(rng: random.Random) -> tuple[list[InjectionFact], list[OutcomeFact]]:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    injections = [
-        InjectionFact(
+
+    def injection(n: int) -> InjectionFact:
+        project = rng.choice(["a", "b"])
+        ids = rng.sample(["x", "y", "z", "w"], rng.randint(0, 3))
+        return InjectionFact(
             f"i{n}",
-            rng.choice(["a", "b"]),
+            project,
             rng.choice(["s1", "s2", "s3"]),
             rng.choice([None, "t1", "t2"]),
             t0 + timedelta(seconds=rng.randint(0, 100)),
-            tuple(rng.sample(["x", "y", "z", "w"], rng.randint(0, 3))),
+            tuple((rng.choice([project, GLOBAL_PROJECT]), i) for i in ids),
         )
-        for n in range(40)
-    ]
+
+    injections = [injection(n) for n in range(40)]
     outcomes = [
         OutcomeFact(
             f"o{n}",

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS injection_items (
     event_id TEXT NOT NULL,
     project TEXT NOT NULL,
     item_id TEXT NOT NULL,
-    PRIMARY KEY (event_id, item_id)
+    PRIMARY KEY (event_id, project, item_id)
 );
 CREATE INDEX IF NOT EXISTS injection_items_item ON injection_items (project, item_id);
 CREATE INDEX IF NOT EXISTS injections_session ON injections (project, session_id);
@@ -72,9 +72,9 @@ class LearningLedger:
                 return set()
             self._db.executemany(
                 "INSERT OR IGNORE INTO injection_items VALUES (?, ?, ?)",
-                [(fact.event_id, fact.project, item_id) for item_id in fact.item_ids],
+                [(fact.event_id, project, item_id) for project, item_id in fact.items],
             )
-        return {(fact.project, item_id) for item_id in fact.item_ids}
+        return set(fact.items)
 
     def add_outcome(self, fact: OutcomeFact) -> set[Key]:
         """Record an outcome; returns the items it counts for (empty for a repeat)."""

@@ -157,6 +157,8 @@ class ContextInjected(_Payload):
     #: seed 001's prime_context JSON document, when the request asked for it
     prime: str | None = None
     task_id: str | None = Field(default=None, max_length=500)
+    #: which of ``item_ids`` are items of the global scope (the others are the event's project's)
+    global_item_ids: tuple[str, ...] = ()
 
 
 class OutcomeScope(StrEnum):

@@ -45,7 +45,8 @@ class InjectionFact:
     session_id: str
     task_id: str | None
     emitted_at: datetime
-    item_ids: tuple[str, ...]
+    #: (project, id) of each injected item: the request's project, or the global scope
+    items: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +77,7 @@ def feedback_counts(
     by_id_out = {o.event_id: o for o in outcomes}
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for outcome in sorted(by_id_out.values(), key=lambda o: o.event_id):
-        items = {
-            (inj.project, item_id) for inj in by_id_inj.values() if _applies(outcome, inj) for item_id in inj.item_ids
-        }
+        items = {key for inj in by_id_inj.values() if _applies(outcome, inj) for key in inj.items}
         for key in items:
             c = counts[key]
             c[0] += 1

@@ -27,6 +27,7 @@ from ctxbus.core.ranked_items import to_ranked_hit
 from ctxbus.core.sections import SUGGESTED_APPROACH
 from ctxbus.core.tokens import estimate_tokens
 from ctxbus.injector.attempts import PRECONTEXT_TRIGGERS
+from ctxbus.memory.model import GLOBAL_PROJECT
 from ctxbus.observability import Metrics
 from ctxbus.settings import InjectionSettings
 
@@ -153,6 +154,7 @@ class InjectorHandler:
             suggested_approach=result.approach.text,
             prime=self._prime(completed, result, text, empty_reason) if request.prime else None,
             task_id=request.task_id,
+            global_item_ids=tuple(i.id for i in result.items if i.project == GLOBAL_PROJECT),
         )
         out = event.caused(injected, producer=SERVICE, now=self._clock())
         log.info("injected", items=len(result.item_ids), chars=len(text), empty_reason=empty_reason)

@@ -20,7 +20,7 @@ from ctxbus.adapters.learning_ledger import Key, LearningLedger
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import ContextInjected, OutcomeRecorded
 from ctxbus.core.learning import InjectionFact, OutcomeFact
-from ctxbus.memory.model import Feedback
+from ctxbus.memory.model import GLOBAL_PROJECT, Feedback
 from ctxbus.ports import VectorStore
 
 log = structlog.get_logger("ctxbus.learning")
@@ -30,13 +30,14 @@ def injection_fact(event: AnyEnvelope) -> InjectionFact:
     payload = event.payload
     if not isinstance(payload, ContextInjected):
         raise PoisonEvent(f"learning takes context.injected here, not {event.event_type}")
+    global_ids = set(payload.global_item_ids)
     return InjectionFact(
         event_id=str(event.event_id),
         project=event.project,
         session_id=event.session_id,
         task_id=payload.task_id,
         emitted_at=event.emitted_at,
-        item_ids=tuple(payload.item_ids),
+        items=tuple((GLOBAL_PROJECT if i in global_ids else event.project, i) for i in payload.item_ids),
     )
 
 
@@ -72,7 +73,7 @@ class LearningHandler:
 
     async def injections(self, event: AnyEnvelope) -> Sequence[Output]:
         fact = injection_fact(event)
-        if fact.item_ids:
+        if fact.items:
             await self._learn(fact)
         return ()
 

@@ -28,7 +28,7 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
 def inj(eid: str, session: str, items: tuple[str, ...], at: int = 0, task: str | None = None) -> InjectionFact:
-    return InjectionFact(eid, "p", session, task, T0 + timedelta(seconds=at), items)
+    return InjectionFact(eid, "p", session, task, T0 + timedelta(seconds=at), tuple(("p", i) for i in items))
 
 
 def out(
