@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint up bench clean
+.PHONY: setup chromium test lint up bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,14 +15,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q services
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) chromium
+
+# the dashboard's browser tests drive Debian's chromium through Playwright (which never downloads a
+# browser here); installed once, only where it is missing and apt-get exists
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check services tests
 	$(BIN)/ruff format --check services tests
 	$(BIN)/mypy
 
-test: $(STAMP) lint
+test: $(STAMP) chromium lint
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 up: $(STAMP)

@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 #: Latency buckets in seconds: 1 ms .. 10 s.
 LATENCY_BUCKETS = (
@@ -72,6 +72,13 @@ class Metrics:
             "ctxbus_dead_letters_total",
             "Messages sent to the dead-letter topic, by service, source topic and reason",
             ["service", "topic", "reason"],
+            registry=r,
+        )
+        self.consumer_lag = Gauge(
+            "ctxbus_consumer_lag",
+            "Messages on the broker a consumer loop has not read yet (highwater - position), "
+            "by service (consumer loop), topic and partition",
+            ["service", "topic", "partition"],
             registry=r,
         )
         self.retries = Counter(

@@ -37,7 +37,16 @@ SVC: dict[str, dict[str, Any]] = COMPOSE["services"]
 PROMETHEUS: dict[str, Any] = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
 DOCKERFILE = ROOT / "Dockerfile"
 
-REQUIRED = {"kafka", "qdrant", "ctxbus-topics", "ctxbus-retriever", "ctxbus-injector", "ctxbus-recorder", "prometheus"}
+REQUIRED = {
+    "kafka",
+    "qdrant",
+    "ctxbus-topics",
+    "ctxbus-retriever",
+    "ctxbus-injector",
+    "ctxbus-recorder",
+    "prometheus",
+    "grafana",
+}
 #: the compose services that run one ctxbus consumer service (`ctxbus run NAME`)
 RUNNERS = sorted(name for name, svc in SVC.items() if (svc.get("command") or [None])[0] == "run")
 #: every compose service built from the ctxbus image
@@ -438,3 +447,81 @@ def test_dockerfile_copies_what_the_build_needs_and_dockerignore_keeps_it() -> N
         assert not dockerignore_excludes(path), f".dockerignore excludes {path}, which the build needs"
     for heavy in (".venv", ".git"):
         assert dockerignore_excludes(heavy), f".dockerignore lets {heavy} into the build context"
+
+
+# ---------------------------------------------------------------------------------------------- Grafana
+
+GRAFANA = ROOT / "deploy/grafana"
+
+
+def bind_mounts(service: str) -> dict[str, str]:
+    """host path -> container path of a service's bind mounts (short syntax)."""
+    mounts = {}
+    for spec in SVC[service].get("volumes") or []:
+        source, target = str(spec).split(":")[:2]
+        if source.startswith("./"):
+            mounts[source.rstrip("/")] = target.rstrip("/")
+    return mounts
+
+
+def grafana_datasource() -> dict[str, Any]:
+    config = yaml.safe_load((GRAFANA / "provisioning/datasources/prometheus.yml").read_text())
+    (datasource,) = config["datasources"]
+    assert isinstance(datasource, dict)
+    return datasource
+
+
+def test_grafana_is_published_keeps_its_state_and_waits_for_prometheus() -> None:
+    assert published("grafana").get(3000) == 3000
+    assert "3000/api/health" in healthcheck_text("grafana")
+    assert SVC["grafana"]["depends_on"]["prometheus"]["condition"] == "service_healthy"
+    assert "/var/lib/grafana" in volume_targets("grafana")
+    named = {str(spec).split(":")[0] for spec in SVC["grafana"]["volumes"] if not str(spec).startswith(".")}
+    assert named and named <= set(COMPOSE.get("volumes") or {}), "grafana's volume is not declared"
+
+
+def test_grafana_provisioning_is_mounted_and_reaches_prometheus() -> None:
+    mounts = bind_mounts("grafana")
+    assert mounts.get("./deploy/grafana/provisioning") == "/etc/grafana/provisioning"
+    for host in mounts:
+        assert (ROOT / host).is_dir(), f"grafana mounts {host}, which does not exist"
+    datasource = grafana_datasource()
+    assert datasource["type"] == "prometheus" and datasource["isDefault"] is True
+    url = urlsplit(datasource["url"])
+    # Prometheus by its compose service name, on the port it listens on inside the network
+    assert url.hostname == "prometheus" and url.port in published("prometheus")
+    assert datasource["jsonData"]["timeInterval"] == PROMETHEUS["global"]["scrape_interval"]
+
+
+def test_grafana_loads_the_dashboards_from_where_they_are_mounted() -> None:
+    config = yaml.safe_load((GRAFANA / "provisioning/dashboards/ctxbus.yml").read_text())
+    mounted = {target: host for host, target in bind_mounts("grafana").items()}
+    dashboards = []
+    for provider in config["providers"]:
+        assert provider["type"] == "file"
+        path = provider["options"]["path"].rstrip("/")
+        assert path in mounted, f"the provider reads {path}, which nothing is mounted at"
+        dashboards.extend(sorted((ROOT / mounted[path]).glob("*.json")))
+    assert dashboards, "no dashboard is provisioned"
+    home = env("grafana")["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    home_dir, _, home_file = home.rpartition("/")
+    assert (ROOT / mounted[home_dir] / home_file).is_file(), f"the home dashboard {home} is not provisioned"
+
+
+def test_grafana_panels_query_the_provisioned_data_source() -> None:
+    uid = grafana_datasource()["uid"]
+    uids = set()
+    for path in sorted((GRAFANA / "dashboards").glob("*.json")):
+        dashboard = json.loads(path.read_text())
+        assert dashboard["uid"] not in uids, f"{path.name}: duplicate dashboard uid"
+        uids.add(dashboard["uid"])
+        queried = [panel for panel in dashboard["panels"] if panel["type"] != "row"]
+        assert queried, f"{path.name} has no panels"
+        for panel in queried:
+            assert panel["datasource"]["uid"] == uid, f"{path.name}: {panel['title']!r} queries another data source"
+            assert panel["targets"], f"{path.name}: {panel['title']!r} has no query"
+            for target in panel["targets"]:
+                assert target.get("datasource", {"uid": uid})["uid"] == uid
+                assert target["expr"].strip(), f"{path.name}: {panel['title']!r} has an empty query"
+            grid = panel["gridPos"]
+            assert grid["x"] + grid["w"] <= 24, f"{path.name}: {panel['title']!r} is wider than the grid"

@@ -17,10 +17,12 @@ def build_parser() -> argparse.ArgumentParser:
     from ctxbus.cli import (  # noqa: PLC0415
         agent_cmds,
         client_cmds,
+        dashboard_cmds,
         gap_cmds,
         hooks_cmds,
         library_cmds,
         memory_cmds,
+        replay_cmds,
         stack_cmds,
     )
 
@@ -31,7 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
         "hook",
         help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | learned-patterns",
     )
-    for module in (stack_cmds, memory_cmds, library_cmds, client_cmds, hooks_cmds, agent_cmds, gap_cmds):
+    for module in (
+        stack_cmds,
+        memory_cmds,
+        library_cmds,
+        client_cmds,
+        hooks_cmds,
+        agent_cmds,
+        gap_cmds,
+        replay_cmds,
+        dashboard_cmds,
+    ):
         module.register(sub)
     return parser
 

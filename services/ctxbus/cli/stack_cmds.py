@@ -17,6 +17,7 @@ import structlog
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.cli import replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks import ensure_bytecode
@@ -75,6 +76,10 @@ def register(sub: Any) -> None:
     ded = bsub.add_parser("dedupe", help="near-duplicate threshold: precision and recall on labelled pairs")
     ded.add_argument("--json", action="store_true")
     ded.set_defaults(handler=cmd_bench_dedupe)
+    from ctxbus.cli.dashboard_cmds import register_bench as register_dashboard_bench  # noqa: PLC0415
+
+    register_dashboard_bench(bsub)
+    replay_cmds.register_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:

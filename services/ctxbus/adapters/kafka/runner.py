@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
@@ -139,11 +140,23 @@ class ConsumerRunner:
                         if self.ledger_stale:
                             await self.refresh_ledger()
                         await self._process_batch(consumer, batch)
+                await self._report_lag(consumer)
         finally:
             async with self.busy:
                 await consumer.stop()
             self._consumer = None
             log.info("service_stopped", service=self.name)
+
+    async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
+        """``ctxbus_consumer_lag``: per assigned partition, the highwater the last fetch reported minus the
+        position (after the batch is processed: what is left to read). Unfetched partitions are skipped."""
+        for tp in consumer.assignment():
+            high = consumer.highwater(tp)
+            if high is None:
+                continue
+            with contextlib.suppress(IllegalStateError):  # revoked meanwhile
+                position = await consumer.position(tp)
+                self._metrics.consumer_lag.labels(self.name, tp.topic, str(tp.partition)).set(max(0, high - position))
 
     async def _process_batch(
         self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
