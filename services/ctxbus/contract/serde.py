@@ -32,6 +32,8 @@ HEADER_CAUSATION_ID = "ctxbus-causation-id"
 HEADER_SCHEMA_VERSION = "ctxbus-schema-version"
 HEADER_SCHEMA_ID = "ctxbus-schema-id"
 HEADER_DEAD_LETTER = "ctxbus-dead-letter"
+#: the plain dead-letter headers are ``ctxbus-dlq-<field>`` (original topic, partition, offset, error ...)
+HEADER_DLQ_PREFIX = "ctxbus-dlq-"
 
 Headers = list[tuple[str, bytes]]
 

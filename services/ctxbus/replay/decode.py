@@ -26,11 +26,11 @@ from typing import Any, NamedTuple
 import fastavro
 
 from ctxbus.contract.registry import SchemaRegistry, UnknownSchema, default_registry
-from ctxbus.contract.serde import DEAD_LETTER_TYPE, HEADER_DEAD_LETTER, MAGIC_BYTE
+from ctxbus.contract.serde import DEAD_LETTER_TYPE, HEADER_DEAD_LETTER, HEADER_DLQ_PREFIX, MAGIC_BYTE
 from ctxbus.memory.model import GLOBAL_PROJECT
 
 #: Plain dead-letter headers are ``ctxbus-dlq-<field>`` (as written by ``adapters.kafka.dead_letter``).
-DLQ_HEADER_PREFIX = "ctxbus-dlq-"
+DLQ_HEADER_PREFIX = HEADER_DLQ_PREFIX
 
 REQUESTED = "context.retrieval.requested"
 COMPLETED = "context.retrieval.completed"

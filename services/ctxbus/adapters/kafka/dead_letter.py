@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from aiokafka.structs import ConsumerRecord
 
 from ctxbus.contract.payloads import DeadLetter
-from ctxbus.contract.serde import HEADER_DEAD_LETTER, Headers, encode_dead_letter
+from ctxbus.contract.serde import HEADER_DEAD_LETTER, HEADER_DLQ_PREFIX, Headers, encode_dead_letter
 
 #: Longest error message kept in a dead letter, in characters.
 MAX_ERROR_MESSAGE_CHARS = 4_000
 
-HEADER_PREFIX = "ctxbus-dlq-"
+HEADER_PREFIX = HEADER_DLQ_PREFIX
 
 
 def dead_letter_for(
