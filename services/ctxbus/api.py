@@ -170,8 +170,10 @@ class Memory:
         truncated, tokens, notice = self._window(query)
         if mode == "ranked":
             completed = await self._retrieve(project, self._request(query, k, domain, agent_role, task_type))
+            # the completed event lists items in assembly order (seed 004's head and tail first); a search is best first
+            best_first = sorted(completed.items, key=lambda i: (-i.score, i.id, i.project))
             found = tuple(
-                Found(i.id, i.project, i.kind, i.score, dict(i.breakdown), i.title, i.content) for i in completed.items
+                Found(i.id, i.project, i.kind, i.score, dict(i.breakdown), i.title, i.content) for i in best_first
             )
         else:
             hits = await asyncio.to_thread(self._store_search, project, query, k, SearchMode(mode), domain)

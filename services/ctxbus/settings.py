@@ -110,11 +110,12 @@ class InjectionSettings(BaseSettings):
     #: which half of hybrid search runs: hybrid | dense | sparse
     search_mode: str = "hybrid"
     #: ranking weights (normalised before use; see ctxbus.core.ranking) and the recency half-life
-    weight_similarity: float = Field(default=0.4, ge=0.0, le=100.0)
-    weight_lexical: float = Field(default=0.1, ge=0.0, le=100.0)
-    weight_domain: float = Field(default=0.2, ge=0.0, le=100.0)
-    weight_conviction: float = Field(default=0.2, ge=0.0, le=100.0)
-    weight_recency: float = Field(default=0.1, ge=0.0, le=100.0)
+    weight_fusion: float = Field(default=0.0, ge=0.0, le=100.0)
+    weight_similarity: float = Field(default=0.5, ge=0.0, le=100.0)
+    weight_lexical: float = Field(default=0.3, ge=0.0, le=100.0)
+    weight_domain: float = Field(default=0.08, ge=0.0, le=100.0)
+    weight_conviction: float = Field(default=0.08, ge=0.0, le=100.0)
+    weight_recency: float = Field(default=0.04, ge=0.0, le=100.0)
     half_life_days: float = Field(default=90.0, gt=0.0, le=36_500.0)
 
     @field_validator("search_mode")
@@ -127,7 +128,13 @@ class InjectionSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _some_weight(self) -> InjectionSettings:
-        weights = (self.weight_similarity, self.weight_lexical, self.weight_domain, self.weight_conviction)
+        weights = (
+            self.weight_fusion,
+            self.weight_similarity,
+            self.weight_lexical,
+            self.weight_domain,
+            self.weight_conviction,
+        )
         if sum(weights) + self.weight_recency <= 0:
             raise ValueError("at least one CTXBUS_INJECTION_WEIGHT_* must be positive")
         return self

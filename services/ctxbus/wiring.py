@@ -109,6 +109,7 @@ class RunnerSpec:
 def ranking_weights(settings: Settings) -> RankingWeights:
     i = settings.injection
     return RankingWeights(
+        fusion=i.weight_fusion,
         similarity=i.weight_similarity,
         lexical=i.weight_lexical,
         domain=i.weight_domain,

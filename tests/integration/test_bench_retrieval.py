@@ -84,9 +84,9 @@ def test_the_benchmark_reports_quality_leaks_warnings_and_speed(tmp_path: Path) 
     (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES) + "\n")
     result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
     quality = result["quality"]
-    assert quality["queries"] == 3 and set(quality["methods"]) == {"dense", "sparse", "full"}
+    assert quality["queries"] == 3 and set(quality["methods"]) == {"dense", "sparse", "hybrid", "full"}
     assert quality["methods"]["full"]["recall@10"] == 1.0 and quality["methods"]["full"]["mrr"] == 1.0
-    assert quality["cross_project_leaks"] == {"dense": 0, "sparse": 0, "full": 0}
+    assert quality["cross_project_leaks"] == {"dense": 0, "sparse": 0, "hybrid": 0, "full": 0}
     assert quality["cautionary_returned"] == quality["cautionary_shown_as_warning"] == 1
     assert set(quality["by_category"]) == {"direct", "keyword", "outcome"}
     assert result["speed"]["memories"] == 60 and result["speed"]["retrievals"] == 3

@@ -9,7 +9,7 @@ import pytest
 
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.adapters.store_edge import EdgeVectorStore
-from ctxbus.memory.ingest import ingest
+from ctxbus.memory.ingest import DEFAULT_NEAR_DUPLICATE, ingest
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import SearchQuery
 
@@ -66,7 +66,7 @@ def test_a_near_duplicate_is_merged_and_a_different_fact_on_the_same_topic_is_no
     ingest([mem("m1", MIGRATION), mem("p1", POOL_READS)], embedder, store)
     report = ingest([mem("m2", MIGRATION_AGAIN), mem("p2", POOL_WRITES)], embedder, store)
     assert [(m.incoming_id, m.existing_id, m.exact) for m in report.merged] == [("m2", "m1", False)]
-    assert 0.9 <= report.merged[0].similarity < 1.0
+    assert DEFAULT_NEAR_DUPLICATE <= report.merged[0].similarity < 1.0
     assert report.upserted == 1 and store.count("acme") == 3
     assert store.get("acme", ["m1"])[0].content == MIGRATION_AGAIN  # the newer wording
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxbus.bench.retrieval import DATA_DIR
 
-THRESHOLDS = tuple(round(0.80 + 0.01 * n, 2) for n in range(19))
+THRESHOLDS = tuple(round(0.70 + 0.01 * n, 2) for n in range(29))
 
 
 def load_pairs(path: Path) -> list[tuple[str, str, bool]]:
@@ -35,11 +35,16 @@ def load_pairs(path: Path) -> list[tuple[str, str, bool]]:
     return pairs
 
 
-def confusion(similarities: Sequence[float], labels: Sequence[bool], threshold: float) -> dict[str, float]:
-    """Precision, recall and F1 of calling a pair a duplicate when its cosine is at least ``threshold``."""
-    tp = sum(1 for s, d in zip(similarities, labels, strict=True) if s >= threshold and d)
-    fp = sum(1 for s, d in zip(similarities, labels, strict=True) if s >= threshold and not d)
-    fn = sum(1 for s, d in zip(similarities, labels, strict=True) if s < threshold and d)
+def confusion(
+    similarities: Sequence[float], labels: Sequence[bool], threshold: float, same_numbers: Sequence[bool] | None = None
+) -> dict[str, float]:
+    """Precision, recall and F1 of calling a pair a duplicate when its cosine is at least ``threshold`` (and,
+    as ingestion does, both texts state the same numbers)."""
+    same = same_numbers or [True] * len(labels)
+    called = [s >= threshold and n for s, n in zip(similarities, same, strict=True)]
+    tp = sum(1 for c, d in zip(called, labels, strict=True) if c and d)
+    fp = sum(1 for c, d in zip(called, labels, strict=True) if c and not d)
+    fn = sum(1 for c, d in zip(called, labels, strict=True) if not c and d)
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
@@ -53,7 +58,7 @@ def confusion(similarities: Sequence[float], labels: Sequence[bool], threshold: 
 
 
 def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
-    from ctxbus.memory.ingest import DEFAULT_NEAR_DUPLICATE  # noqa: PLC0415
+    from ctxbus.memory.ingest import DEFAULT_NEAR_DUPLICATE, numbers  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
     from ctxbus.wiring import open_embedder  # noqa: PLC0415
 
@@ -62,7 +67,8 @@ def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
     vectors = embedder.embed([t for a, b, _ in pairs for t in (a, b)])
     sims = [sum(x * y for x, y in zip(vectors[2 * n], vectors[2 * n + 1], strict=True)) for n in range(len(pairs))]
     labels = [d for _, _, d in pairs]
-    table = [confusion(sims, labels, t) for t in THRESHOLDS]
+    same = [numbers(a) == numbers(b) for a, b, _ in pairs]
+    table = [confusion(sims, labels, t, same) for t in THRESHOLDS]
     best = max(table, key=lambda row: (row["f1"], row["precision"]))
     dup = sorted(s for s, d in zip(sims, labels, strict=True) if d)
     other = sorted(s for s, d in zip(sims, labels, strict=True) if not d)
@@ -73,7 +79,7 @@ def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
         "cosine_others": {"median": round(other[len(other) // 2], 4), "max": round(other[-1], 4)} if other else {},
         "table": table,
         "best": best,
-        "default": confusion(sims, labels, DEFAULT_NEAR_DUPLICATE),
+        "default": confusion(sims, labels, DEFAULT_NEAR_DUPLICATE, same),
     }
 
 

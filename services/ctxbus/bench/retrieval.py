@@ -28,9 +28,9 @@ from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
 from ctxbus.bench.stats import percentile
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "retrieval"
-METHODS = ("dense", "sparse", "full")
+METHODS = ("dense", "sparse", "hybrid", "full")
 #: the API's mode for each method
-MODE = {"dense": "dense", "sparse": "sparse", "full": "ranked"}
+MODE = {"dense": "dense", "sparse": "sparse", "hybrid": "hybrid", "full": "ranked"}
 K = 10
 
 
@@ -100,7 +100,10 @@ def evaluate(memory: Any, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
     cautionary_seen = cautionary_as_warning = 0
     for query in queries:
         for method in METHODS:
-            result = memory.search(query.project, query.query, k=K, mode=MODE[method], domain=query.domain)
+            # the single methods see the query text only; the full ranking also gets the task's domain, as a
+            # ranking signal (a domain given to dense/sparse/hybrid search would be a hard filter instead)
+            domain = query.domain if method == "full" else None
+            result = memory.search(query.project, query.query, k=K, mode=MODE[method], domain=domain)
             ranked = [f.id for f in result.items]
             leaks[method] += sum(1 for f in result.items if f.project not in (query.project, "__global__"))
             scores = _scores(ranked, query)

@@ -35,6 +35,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from ctxbus.contract.payloads import TaskType
 from ctxbus.ports import Vector
 
@@ -236,6 +239,12 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return 0.0 if norm == 0 else sum(x * y for x, y in zip(a, b, strict=True)) / norm
 
 
+def _unit_rows(vectors: Sequence[Vector]) -> npt.NDArray[np.float64]:
+    matrix = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
+
+
 def normalise_text(text: str) -> str:
     """Case-folded, whitespace collapsed: the cache key's text part."""
     return " ".join(text.split()).casefold()
@@ -269,13 +278,20 @@ class TaskClassifier:
         dims = {len(v) for vs in self._prototypes.values() for v in vs}
         if len(dims) > 1:
             raise ValueError(f"prototype vectors differ in dimension: {sorted(dims)}")
+        # unit rows, one matrix per type: a query's cosines with all prototypes are one product (~40 x 384)
+        self._matrices = {t: _unit_rows(vs) for t, vs in self._prototypes.items()}
 
     def semantic_scores(self, vector: Vector) -> dict[TaskType, float]:
         """Softmax over the types of the mean top-k prototype cosine (sums to 1; 0 for a type without prototypes)."""
         p = self.policy
         means: dict[TaskType, float] = {}
-        for task_type, vectors in self._prototypes.items():
-            sims = sorted((cosine(vector, proto) for proto in vectors), reverse=True)[: p.prototype_top_k]
+        query = np.asarray(vector, dtype=np.float64)
+        norm = float(np.linalg.norm(query))
+        for task_type, matrix in self._matrices.items():
+            if len(query) != matrix.shape[1]:
+                raise ValueError(f"vector dimensions differ: {len(query)} != {matrix.shape[1]}")
+            cosines = (matrix @ query) / norm if norm else np.zeros(matrix.shape[0])
+            sims = sorted(cosines.tolist(), reverse=True)[: p.prototype_top_k]
             means[task_type] = sum(sims) / len(sims)
         scores = dict.fromkeys(TaskType, 0.0)
         if not means:

@@ -20,7 +20,9 @@ Re-scoring (``apply_plan``), with every part added to the breakdown::
     total = base * tier_factor + file_boost + kind_boost
     tier_factor = tier_weight * len(Tier)   (1.0 when the three weights are equal)
     file_boost = FILE_BOOST when the item mentions a requested file, else 0
-    kind_boost = PREFERRED_KIND_BOOST when the item's kind is preferred, else 0
+    kind_boost = PREFERRED_KIND_BOOST * base * tier_factor when the item's kind is preferred, else 0
+                 (relative: a preferred kind wins among equally relevant items, it does not lift an
+                 unrelated item over a relevant one)
 
 Seed 004 filters to preferred kinds; ctxbus prefers them instead (a boost), so
 a profile whose preferred kinds ctxbus does not store still gets context.
@@ -63,8 +65,8 @@ MODE_FACTORS: dict[TaskMode, dict[Tier, float]] = {
 }
 #: Added to the score of an item that mentions a file the request mentions.
 FILE_BOOST = 0.15
-#: Added to the score of an item of a kind the profile prefers.
-PREFERRED_KIND_BOOST = 0.05
+#: An item of a kind the profile prefers gains this share of its own score.
+PREFERRED_KIND_BOOST = 0.1
 #: The retriever fetches this many times the item cap, so filtering and re-scoring have room.
 CANDIDATE_MULTIPLIER = 3
 #: Item cap when neither the request nor the profile gives one (the request's default).
@@ -270,7 +272,7 @@ def rescore(hit: RankedHit, plan: RetrievalPlan) -> RankedHit:
         "file_match": file_match,
         "file_boost": FILE_BOOST * file_match,
         "kind_preferred": preferred,
-        "kind_boost": PREFERRED_KIND_BOOST * preferred,
+        "kind_boost": PREFERRED_KIND_BOOST * preferred * hit.score * tier_factor,
     }
     total = hit.score * tier_factor + parts["file_boost"] + parts["kind_boost"]
     return RankedHit(item=hit.item, score=total, breakdown={**hit.breakdown, **parts, "total": total})

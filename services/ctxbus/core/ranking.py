@@ -3,9 +3,11 @@
 score = (w_sim * similarity + w_lexical * lexical + w_domain * domain_match + w_conviction * confidence
          + w_recency * recency) * outcome_weight
 
-similarity is the store's cosine (clamped to 0..1); lexical is the keyword evidence of hybrid
-search (BM25 on a 0..1 scale, see ctxbus.core.fusion; 0 when the item was found by meaning
-only); domain_match is 1 when the
+similarity and lexical are the hit's cosine and BM25 score relative to the best of the candidates
+ranked together (so the best match by meaning, and the best by keywords, score 1; an item found by
+meaning only has lexical 0): how relevant an item is decides most of its score, and the raw
+``cosine`` and ``bm25`` travel in the breakdown too. Scored alone (no candidate set), they are the
+absolute cosine and the squashed BM25 of ctxbus.core.fusion. domain_match is 1 when the
 item's domains hold the requested domain, a neutral 0.5 when none was requested,
 0 otherwise; conviction is the item's confidence; recency halves every
 ``half_life_days`` of age (since ``updated_at``, at the ``now`` given). Weights
@@ -19,10 +21,11 @@ Ties are broken by item id (then project), so the order is deterministic.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ctxbus.core.fusion import RRF_K
 from ctxbus.core.learning import with_learning
 from ctxbus.core.sections import is_cautionary
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
@@ -43,26 +46,34 @@ OUTCOME_WEIGHTS: dict[Outcome, float] = {
     Outcome.FAILED: 0.3,
     Outcome.UNKNOWN: 0.5,
 }
+#: A BM25 score that is clearly a keyword match (several rare query terms): the best keyword match of a
+#: candidate set counts fully only from here on, so a set matched only on common words is not inflated.
+STRONG_BM25 = 15.0
 #: What the store says about how it found a hit, carried into the breakdown as is.
 SEARCH_EVIDENCE = ("bm25", "rrf", "dense_rank", "sparse_rank")
 #: The parts of a score, in breakdown order.
-PARTS = ("similarity", "lexical", "domain", "conviction", "recency")
+PARTS = ("fusion", "similarity", "lexical", "domain", "conviction", "recency")
+#: 1 / the reciprocal-rank fusion of an item first in both lists (scales an absolute rrf to 0..1)
+BEST_RRF_INVERSE = (RRF_K + 1.0) / 2.0
 
 
 @dataclass(frozen=True, slots=True)
 class RankingWeights:
     """How much each part counts (normalised before use) and how fast recency decays.
 
-    The defaults give relevance (similarity + lexical) half the score and split the other half as
-    seed 001 does: domain 0.4, conviction 0.4, recency 0.2.
+    The defaults give relevance (similarity 0.5 + lexical 0.3) most of the score and split the rest
+    as seed 001 does: domain 0.4, conviction 0.4, recency 0.2 of it. Measured with
+    ``ctxbus bench retrieval``: when priors weigh as much as relevance, a trusted but barely related
+    item outranks the one the task is about.
     """
 
-    similarity: float = 0.4
-    domain: float = 0.2
-    conviction: float = 0.2
-    recency: float = 0.1
-    lexical: float = 0.1
+    similarity: float = 0.5
+    domain: float = 0.08
+    conviction: float = 0.08
+    recency: float = 0.04
+    lexical: float = 0.3
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    fusion: float = 0.0
 
     def __post_init__(self) -> None:
         parts = self._values()
@@ -74,7 +85,7 @@ class RankingWeights:
             raise ValueError(f"half_life_days must be positive, got {self.half_life_days}")
 
     def _values(self) -> tuple[float, ...]:
-        return (self.similarity, self.lexical, self.domain, self.conviction, self.recency)
+        return (self.fusion, self.similarity, self.lexical, self.domain, self.conviction, self.recency)
 
     def normalised(self) -> dict[str, float]:
         """The weights scaled to sum to 1, by part name."""
@@ -107,7 +118,8 @@ def recency(item: MemoryItem, now: datetime, half_life_days: float) -> float:
 
 def outcome_weight(item: MemoryItem) -> float:
     """Seed 001's weight of a learning by its session's outcome; 1 for other kinds and for failed learnings
-    (a failed approach is not a weak recommendation but a full-strength warning: it is shown as one)."""
+    (a failed approach is not a weak recommendation but a warning at full strength; a partial one is shown
+    as a warning too, at seed 001's 0.6)."""
     if item.kind is not MemoryKind.LEARNING or item.outcome is Outcome.FAILED:
         return 1.0
     return OUTCOME_WEIGHTS[item.outcome or Outcome.UNKNOWN]
@@ -118,14 +130,48 @@ def relevance(hit: SearchHit) -> float:
     return max(hit.score, hit.extra.get("lexical", 0.0))
 
 
-def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: RankingWeights) -> RankedHit:
-    """The hit's score (similarity clamped to 0..1, times the outcome weight of learnings) and its breakdown."""
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """The best cosine and the best BM25 score among the candidates ranked together."""
+
+    cosine: float
+    bm25: float
+    rrf: float = 0.0
+
+    @classmethod
+    def of(cls, hits: Sequence[SearchHit]) -> Scale:
+        return cls(
+            cosine=max((h.score for h in hits), default=0.0),
+            bm25=max((h.extra.get("bm25", 0.0) for h in hits), default=0.0),
+            rrf=max((h.extra.get("rrf", 0.0) for h in hits), default=0.0),
+        )
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def score_hit(
+    hit: SearchHit, *, domain: str | None, now: datetime, weights: RankingWeights, scale: Scale | None = None
+) -> RankedHit:
+    """The hit's score (times the outcome weight of learnings) and its breakdown; relevance relative to
+    ``scale`` (the candidates' best) when given, else absolute."""
     w = weights.normalised()
     base_conviction = hit.item.confidence
     hit = SearchHit(with_learning(hit.item), hit.score, hit.extra)  # outcomes' lessons, bounded (core.learning)
+    bm25 = hit.extra.get("bm25", 0.0)
+    rrf = hit.extra.get("rrf", 0.0)
+    if scale is None:
+        similarity, lexical = _unit(hit.score), _unit(hit.extra.get("lexical", 0.0))
+        fusion = _unit(rrf * BEST_RRF_INVERSE)
+    else:
+        similarity = _unit(hit.score / scale.cosine) if scale.cosine > 0 else 0.0
+        lexical = _unit(bm25 / max(scale.bm25, STRONG_BM25))
+        fusion = _unit(rrf / scale.rrf) if scale.rrf > 0 else 0.0
     parts = {
-        "similarity": min(1.0, max(0.0, hit.score)),
-        "lexical": min(1.0, max(0.0, hit.extra.get("lexical", 0.0))),
+        "fusion": fusion,
+        "similarity": similarity,
+        "lexical": lexical,
         "domain": domain_match(hit.item, domain),
         "conviction": hit.item.confidence,
         "recency": recency(hit.item, now, weights.half_life_days),
@@ -139,6 +185,7 @@ def score_hit(hit: SearchHit, *, domain: str | None, now: datetime, weights: Ran
         "as_warning": float(is_cautionary(hit.item)),
         "learned_shift": hit.item.confidence - base_conviction,
         "outcomes": float(hit.item.feedback.uses),
+        "cosine": hit.score,
         **{k: v for k, v in hit.extra.items() if k in SEARCH_EVIDENCE},
         "total": total,
     }
@@ -166,7 +213,9 @@ def rank(
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
     relevant = [h for h in hits if relevance(h) >= min_similarity]
-    scored = [score_hit(h, domain=domain, now=now, weights=weights or RankingWeights()) for h in relevant]
+    scale = Scale.of(relevant)
+    chosen = weights or RankingWeights()
+    scored = [score_hit(h, domain=domain, now=now, weights=chosen, scale=scale) for h in relevant]
     kept = [r for r in scored if r.score >= min_score]
     kept.sort(key=lambda r: (-r.score, r.item.id, r.item.project))
     return kept[:max_items]

@@ -4,8 +4,9 @@ For each incoming item, in order:
 
 1. same project and id as a stored item: the new version replaces it;
 2. else an *exact* duplicate (same project, same normalised content hash) or a *near* duplicate
-   (same project and kind, cosine of the embedded texts at least ``near_duplicate``) of a stored
-   item, or of an earlier item of the same batch: the existing item is updated (it keeps its id
+   (same project and kind, cosine of the embedded texts at least ``near_duplicate``, and the same
+   numbers stated: "pool of 20" and "pool of 40" are different facts) of a stored item, or of an
+   earlier item of the same batch, other than an item it supersedes: the existing item is updated (it keeps its id
    and creation time; it takes the newer text, the higher confidence and importance, the union of
    domains and tags) instead of a second item being added;
 3. else it is added.
@@ -18,6 +19,7 @@ every item. Replaying the same input gives the same store (ids and merges are de
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,7 +28,7 @@ from ctxbus.ports import Embedder, SearchMode, SearchQuery, Vector, VectorStore
 
 #: Cosine at or above which two items of one project and kind are the same memory. Calibrated on
 #: ``bench/data/retrieval/dedupe_pairs.jsonl`` (``ctxbus bench dedupe`` prints the figures).
-DEFAULT_NEAR_DUPLICATE = 0.9
+DEFAULT_NEAR_DUPLICATE = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,19 @@ class IngestReport:
     superseded: tuple[tuple[str, str], ...] = ()
     #: ids named in ``supersedes`` that were not found, as (project, id)
     supersede_missing: tuple[tuple[str, str], ...] = field(default=())
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def numbers(text: str) -> frozenset[str]:
+    """The numbers a text states (pool sizes, timeouts, versions): texts that differ in them are different facts."""
+    return frozenset(_NUMBER.findall(text))
+
+
+def near_duplicates(a: str, b: str, similarity: float, threshold: float) -> bool:
+    """Whether two texts are one memory restated: similar enough, and stating the same numbers."""
+    return similarity >= threshold and numbers(a) == numbers(b)
 
 
 def _cosine(a: Vector, b: Vector) -> float:
@@ -101,9 +116,9 @@ class _Batch:
                 continue
             if other.content_hash == item.content_hash:
                 return other, 1.0, True
-            if other.kind is item.kind:
+            if other.kind is item.kind and other.id not in item.supersedes:
                 sim = _cosine(vector, self.vectors[key])
-                if sim >= threshold and (best is None or sim > best[1]):
+                if near_duplicates(item.content, other.content, sim, threshold) and (best is None or sim > best[1]):
                     best = (other, sim, False)
         return best
 
@@ -122,11 +137,11 @@ def _stored_duplicate(
         )
     )
     for hit in hits:
-        if hit.item.id == item.id:
+        if hit.item.id == item.id or hit.item.id in item.supersedes:  # what it replaces is not its duplicate
             continue
         if hit.item.content_hash == item.content_hash:
             return hit.item, 1.0, True
-        if hit.score >= threshold:
+        if near_duplicates(item.content, hit.item.content, hit.score, threshold):
             return hit.item, hit.score, False
     return None
 

@@ -234,7 +234,8 @@ def test_apply_plan_explains_every_score() -> None:
     proj = out["proj"].breakdown
     assert proj["tier_project"] == 1.0
     assert (proj["file_match"], proj["file_boost"]) == (1.0, FILE_BOOST)
-    assert (proj["kind_preferred"], proj["kind_boost"]) == (1.0, PREFERRED_KIND_BOOST)
+    assert proj["kind_preferred"] == 1.0
+    assert proj["kind_boost"] == pytest.approx(PREFERRED_KIND_BOOST * proj["base"] * proj["tier_factor"])
     assert out["task"].breakdown["file_boost"] == 0.0 and out["task"].breakdown["kind_boost"] == 0.0
 
 

@@ -64,16 +64,17 @@ def random_hits(rng: random.Random, count: int) -> list[SearchHit]:
 
 def test_default_weights_are_the_documented_ones() -> None:
     w = RankingWeights()
-    assert (w.similarity, w.lexical, w.domain, w.conviction, w.recency, w.half_life_days) == (
-        0.4,
-        0.1,
-        0.2,
-        0.2,
-        0.1,
+    assert (w.fusion, w.similarity, w.lexical, w.domain, w.conviction, w.recency, w.half_life_days) == (
+        0.0,
+        0.5,
+        0.3,
+        0.08,
+        0.08,
+        0.04,
         90.0,
     )
     assert w.normalised() == pytest.approx(
-        {"similarity": 0.4, "lexical": 0.1, "domain": 0.2, "conviction": 0.2, "recency": 0.1}
+        {"fusion": 0.0, "similarity": 0.5, "lexical": 0.3, "domain": 0.08, "conviction": 0.08, "recency": 0.04}
     )
     # seed 001's split of the non-relevance half: domain 0.4, conviction 0.4, recency 0.2
     rest = w.domain + w.conviction + w.recency
@@ -82,7 +83,7 @@ def test_default_weights_are_the_documented_ones() -> None:
 
 def test_weights_are_normalised() -> None:
     assert RankingWeights(similarity=2, domain=1, conviction=1, recency=0, lexical=0).normalised() == pytest.approx(
-        {"similarity": 0.5, "lexical": 0.0, "domain": 0.25, "conviction": 0.25, "recency": 0.0}
+        {"fusion": 0.0, "similarity": 0.5, "lexical": 0.0, "domain": 0.25, "conviction": 0.25, "recency": 0.0}
     )
     assert math.fsum(RankingWeights(similarity=3, domain=7, conviction=0.1, recency=9).normalised().values()) == (
         pytest.approx(1.0)
@@ -130,7 +131,7 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
     for hit in random_hits(rng, 50):
         ranked = score_hit(hit, domain=domain, now=NOW, weights=weights)
         b = ranked.breakdown
-        explained = {"outcome_weight", "as_warning", "learned_shift", "outcomes", "total"}
+        explained = {"outcome_weight", "as_warning", "learned_shift", "outcomes", "cosine", "total"}
         assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), *explained}
         assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
         assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
