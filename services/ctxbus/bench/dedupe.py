@@ -58,7 +58,7 @@ def confusion(
 
 
 def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
-    from ctxbus.memory.ingest import DEFAULT_NEAR_DUPLICATE, numbers  # noqa: PLC0415
+    from ctxbus.memory.ingest import DEFAULT_NEAR_DUPLICATE, numbers, opposite  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
     from ctxbus.wiring import open_embedder  # noqa: PLC0415
 
@@ -67,7 +67,7 @@ def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
     vectors = embedder.embed([t for a, b, _ in pairs for t in (a, b)])
     sims = [sum(x * y for x, y in zip(vectors[2 * n], vectors[2 * n + 1], strict=True)) for n in range(len(pairs))]
     labels = [d for _, _, d in pairs]
-    same = [numbers(a) == numbers(b) for a, b, _ in pairs]
+    same = [numbers(a) == numbers(b) and not opposite(a, b) for a, b, _ in pairs]
     table = [confusion(sims, labels, t, same) for t in THRESHOLDS]
     best = max(table, key=lambda row: (row["f1"], row["precision"]))
     dup = sorted(s for s, d in zip(sims, labels, strict=True) if d)
