@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -221,6 +222,7 @@ class EdgeVectorStore:
         flt = _scope_filter(search_scope(query))
         dense: list[SearchHit] = []
         sparse: list[SearchHit] = []
+        by_id: dict[str, SearchHit] = {}
         if mode is not SearchMode.SPARSE:
             request = qe.QueryRequest(
                 limit=query.limit,
@@ -229,7 +231,10 @@ class EdgeVectorStore:
                 with_payload=True,
                 with_vector=False,
             )
-            dense = [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in self._open.query(request)]
+            for p in self._open.query(request):
+                hit = SearchHit(item=payload_item(p.payload), score=float(p.score))
+                by_id[str(p.id)] = hit
+                dense.append(hit)
         if mode is not SearchMode.DENSE:
             terms = query_vector(query.text)
             request = qe.QueryRequest(
@@ -238,14 +243,23 @@ class EdgeVectorStore:
                     qe.SparseVector(indices=list(terms.indices), values=list(terms.values)), using=SPARSE
                 ),
                 filter=flt,
-                with_payload=True,
-                with_vector=[DENSE],
+                with_payload=False,
+                with_vector=False,
             )
-            points = self._open.query(request)
-            similarity = cosines(query.vector, [dense_of(p.vector) for p in points])
+            points = [(str(p.id), float(p.score)) for p in self._open.query(request)]
+            # only the items the dense half did not find are fetched (payload, and the vector for their cosine)
+            missing = [pid for pid, _ in points if pid not in by_id]
+            if missing:
+                records = self._open.retrieve(
+                    list[int | uuid.UUID | str](missing), with_payload=True, with_vector=[DENSE]
+                )
+                similarity = cosines(query.vector, [dense_of(r.vector) for r in records])
+                for record, cos in zip(records, similarity, strict=True):
+                    by_id[str(record.id)] = SearchHit(item=payload_item(record.payload), score=cos)
             sparse = [
-                SearchHit(item=payload_item(p.payload), score=cos, extra={"bm25": float(p.score)})
-                for p, cos in zip(points, similarity, strict=True)
+                SearchHit(item=by_id[pid].item, score=by_id[pid].score, extra={"bm25": bm25})
+                for pid, bm25 in points
+                if pid in by_id
             ]
         return combine(mode, dense, sparse, query.limit)
 
