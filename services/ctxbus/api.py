@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections.abc import Coroutine, Iterable, Mapping
@@ -57,6 +58,20 @@ MODES = ("ranked", "hybrid", "dense", "sparse")
 MAX_K = 100
 PRODUCER = "api"
 T = TypeVar("T")
+
+
+#: Most onnxruntime threads a library caller's embedder takes by default.
+MAX_LIBRARY_THREADS = 4
+
+
+def library_embedder_settings(settings: Settings) -> Settings:
+    """The settings a library or CLI process embeds with: every core (up to MAX_LIBRARY_THREADS) unless
+    ``CTXBUS_EMBEDDER_THREADS`` says otherwise. The services keep one thread by default, because there the
+    broker and the other stages need the other core; a script or ``ctxbus search`` has the machine to itself."""
+    if "threads" in settings.embedder.model_fields_set:
+        return settings
+    threads = max(1, min(MAX_LIBRARY_THREADS, os.cpu_count() or 1))
+    return settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"threads": threads})})
 
 
 class QueryError(ValueError):
@@ -116,7 +131,7 @@ class Memory:
         from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415
 
         settings = settings or Settings()
-        embedder = open_embedder(settings)
+        embedder = open_embedder(library_embedder_settings(settings))
         return cls(settings, embedder, open_store(settings, embedder))
 
     # -- adding ---------------------------------------------------------------------------------------------
