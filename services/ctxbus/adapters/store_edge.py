@@ -33,14 +33,17 @@ from ctxbus.adapters.store_payload import (
     SPARSE,
     STATUS,
     SUPERSEDED,
+    DenseRow,
+    FetchedRow,
     SearchScope,
+    SparseRow,
     check_dim,
     check_model,
     check_vectors,
     chunks,
     combine,
-    cosines,
     dense_of,
+    hybrid_hits,
     item_payload,
     item_sparse,
     model_record,
@@ -220,9 +223,8 @@ class EdgeVectorStore:
         check_dim(query.vector, self._dim)
         mode = search_mode(query)
         flt = _scope_filter(search_scope(query))
-        dense: list[SearchHit] = []
-        sparse: list[SearchHit] = []
-        by_id: dict[str, SearchHit] = {}
+        dense_rows: list[DenseRow] = []
+        sparse_rows: list[SparseRow] = []
         if mode is not SearchMode.SPARSE:
             request = qe.QueryRequest(
                 limit=query.limit,
@@ -231,10 +233,7 @@ class EdgeVectorStore:
                 with_payload=True,
                 with_vector=False,
             )
-            for p in self._open.query(request):
-                hit = SearchHit(item=payload_item(p.payload), score=float(p.score))
-                by_id[str(p.id)] = hit
-                dense.append(hit)
+            dense_rows = [(str(p.id), float(p.score), p.payload) for p in self._open.query(request)]
         if mode is not SearchMode.DENSE:
             terms = query_vector(query.text)
             request = qe.QueryRequest(
@@ -246,22 +245,16 @@ class EdgeVectorStore:
                 with_payload=False,
                 with_vector=False,
             )
-            points = [(str(p.id), float(p.score)) for p in self._open.query(request)]
-            # only the items the dense half did not find are fetched (payload, and the vector for their cosine)
-            missing = [pid for pid, _ in points if pid not in by_id]
-            if missing:
-                records = self._open.retrieve(
-                    list[int | uuid.UUID | str](missing), with_payload=True, with_vector=[DENSE]
-                )
-                similarity = cosines(query.vector, [dense_of(r.vector) for r in records])
-                for record, cos in zip(records, similarity, strict=True):
-                    by_id[str(record.id)] = SearchHit(item=payload_item(record.payload), score=cos)
-            sparse = [
-                SearchHit(item=by_id[pid].item, score=by_id[pid].score, extra={"bm25": bm25})
-                for pid, bm25 in points
-                if pid in by_id
-            ]
+            sparse_rows = [(str(p.id), float(p.score)) for p in self._open.query(request)]
+        dense, sparse = hybrid_hits(query.vector, dense_rows, sparse_rows, self._fetch)
         return combine(mode, dense, sparse, query.limit)
+
+    def _fetch(self, point_ids: list[str]) -> list[FetchedRow]:
+        ids = list[int | uuid.UUID | str](point_ids)
+        return [
+            (str(r.id), r.payload, dense_of(r.vector))
+            for r in self._open.retrieve(ids, with_payload=True, with_vector=[DENSE])
+        ]
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""

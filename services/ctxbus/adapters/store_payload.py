@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -61,6 +61,40 @@ def search_mode(query: SearchQuery) -> SearchMode:
     if query.mode is SearchMode.DENSE or not query_vector(query.text):
         return SearchMode.DENSE
     return query.mode
+
+
+#: (point id, score, payload) of a dense hit; (point id, bm25) of a keyword hit; (point id, payload, dense vector)
+DenseRow = tuple[str, float, Mapping[str, Any] | None]
+SparseRow = tuple[str, float]
+FetchedRow = tuple[str, Mapping[str, Any] | None, Sequence[float] | None]
+
+
+def hybrid_hits(
+    query: Vector,
+    dense_rows: Sequence[DenseRow],
+    sparse_rows: Sequence[SparseRow],
+    fetch: Callable[[list[str]], Sequence[FetchedRow]],
+) -> tuple[list[SearchHit], list[SearchHit]]:
+    """Both halves' hits from the engine's rows: each payload parsed once, and only the keyword hits the dense
+    half did not find are fetched (``fetch``: payload and dense vector, for their cosine)."""
+    by_id: dict[str, SearchHit] = {}
+    dense: list[SearchHit] = []
+    for pid, score, payload in dense_rows:
+        hit = SearchHit(item=payload_item(payload), score=score)
+        by_id[pid] = hit
+        dense.append(hit)
+    missing = [pid for pid, _ in sparse_rows if pid not in by_id]
+    if missing:
+        rows = fetch(missing)
+        similarity = cosines(query, [vector for _, _, vector in rows])
+        for (pid, payload, _), cos in zip(rows, similarity, strict=True):
+            by_id[pid] = SearchHit(item=payload_item(payload), score=cos)
+    sparse = [
+        SearchHit(item=by_id[pid].item, score=by_id[pid].score, extra={"bm25": bm25})
+        for pid, bm25 in sparse_rows
+        if pid in by_id
+    ]
+    return dense, sparse
 
 
 def combine(mode: SearchMode, dense: list[SearchHit], sparse: list[SearchHit], limit: int) -> list[SearchHit]:

@@ -21,14 +21,17 @@ from ctxbus.adapters.store_payload import (
     SPARSE,
     STATUS,
     SUPERSEDED,
+    DenseRow,
+    FetchedRow,
     SearchScope,
+    SparseRow,
     check_dim,
     check_model,
     check_vectors,
     chunks,
     combine,
-    cosines,
     dense_of,
+    hybrid_hits,
     item_payload,
     item_sparse,
     model_record,
@@ -171,8 +174,8 @@ class QdrantServerStore:
         check_dim(query.vector, self._dim)
         mode = search_mode(query)
         flt = _scope_filter(search_scope(query))
-        dense: list[SearchHit] = []
-        sparse: list[SearchHit] = []
+        dense_rows: list[DenseRow] = []
+        sparse_rows: list[SparseRow] = []
         if mode is not SearchMode.SPARSE:
             result = self._client.query_points(
                 self._collection,
@@ -183,7 +186,7 @@ class QdrantServerStore:
                 with_payload=True,
                 with_vectors=False,
             )
-            dense = [SearchHit(item=payload_item(p.payload), score=float(p.score)) for p in result.points]
+            dense_rows = [(str(p.id), float(p.score), p.payload) for p in result.points]
         if mode is not SearchMode.DENSE:
             terms = query_vector(query.text)
             result = self._client.query_points(
@@ -192,15 +195,17 @@ class QdrantServerStore:
                 using=SPARSE,
                 query_filter=flt,
                 limit=query.limit,
-                with_payload=True,
-                with_vectors=[DENSE],
+                with_payload=False,
+                with_vectors=False,
             )
-            similarity = cosines(query.vector, [dense_of(p.vector) for p in result.points])
-            sparse = [
-                SearchHit(item=payload_item(p.payload), score=cos, extra={"bm25": float(p.score)})
-                for p, cos in zip(result.points, similarity, strict=True)
-            ]
+            sparse_rows = [(str(p.id), float(p.score)) for p in result.points]
+        dense, sparse = hybrid_hits(query.vector, dense_rows, sparse_rows, self._fetch)
         return combine(mode, dense, sparse, query.limit)
+
+    def _fetch(self, point_ids: list[str]) -> list[FetchedRow]:
+        ids: list[models.ExtendedPointId] = list(point_ids)
+        records = self._client.retrieve(self._collection, ids=ids, with_payload=True, with_vectors=[DENSE])
+        return [(str(r.id), r.payload, dense_of(r.vector)) for r in records]
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""

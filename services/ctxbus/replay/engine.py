@@ -151,58 +151,42 @@ async def replay(
     (in this process only).
     """
     with no_gc_pauses():
-        return await _replay(
-            config, topics, names, selection, since=since, until=until, workers=workers, progress=progress
-        )
-
-
-async def _replay(
-    config: KafkaClientConfig,
-    topics: Topics,
-    names: Sequence[str],
-    selection: Selection,
-    *,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    workers: int | None = None,
-    progress: Progress | None = None,
-) -> ReplayRun:
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-    async with TopicReader(config, dead_letter_topic=topics.dead_letter) as planner:
-        plan = await planner.plan(names, selection)
-    timings["plan"] = time.perf_counter() - started
-    count = default_workers(plan.records) if workers is None else max(0, workers)
-    if plan.records == 0:
-        count = 0  # nothing in range: no reader needed
-        part = _Part([], DecodeStats(), ReadCounts())
-        joiner = Joiner()
-    elif count == 0:
-        part, joiner = await _in_process(config, topics, plan, selection, progress)
-    else:
-        try:
-            part, joiner = await _in_workers(config, topics, plan, selection, count, progress)
-        except BrokenProcessPool:
-            log.warning("replay_workers_failed", workers=count, fallback="in process")
-            count = 0
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        async with TopicReader(config, dead_letter_topic=topics.dead_letter) as planner:
+            plan = await planner.plan(names, selection)
+        timings["plan"] = time.perf_counter() - started
+        count = default_workers(plan.records) if workers is None else max(0, workers)
+        if plan.records == 0:
+            count = 0  # nothing in range: no reader needed
+            part = _Part([], DecodeStats(), ReadCounts())
+            joiner = Joiner()
+        elif count == 0:
             part, joiner = await _in_process(config, topics, plan, selection, progress)
-    stats, counts = part.stats, part.counts
-    timings["read"] = time.perf_counter() - started - timings["plan"]
-    join_started = time.perf_counter()
-    join = joiner.finish()
-    timings["join"] = time.perf_counter() - join_started
-    source = Source(
-        topics=tuple(names),
-        since=since,
-        until=until,
-        partitions=tuple((r.topic, r.partition, r.start, r.end) for r in plan.ranges),
-        out_of_window=counts.out_of_window,
-        missing_topics=plan.missing_topics,
-        incomplete=tuple(counts.incomplete),
-        read_seconds=time.perf_counter() - started,
-        workers=count,
-    )
-    return ReplayRun(plan, join, stats, counts, source, timings)
+        else:
+            try:
+                part, joiner = await _in_workers(config, topics, plan, selection, count, progress)
+            except BrokenProcessPool:
+                log.warning("replay_workers_failed", workers=count, fallback="in process")
+                count = 0
+                part, joiner = await _in_process(config, topics, plan, selection, progress)
+        stats, counts = part.stats, part.counts
+        timings["read"] = time.perf_counter() - started - timings["plan"]
+        join_started = time.perf_counter()
+        join = joiner.finish()
+        timings["join"] = time.perf_counter() - join_started
+        source = Source(
+            topics=tuple(names),
+            since=since,
+            until=until,
+            partitions=tuple((r.topic, r.partition, r.start, r.end) for r in plan.ranges),
+            out_of_window=counts.out_of_window,
+            missing_topics=plan.missing_topics,
+            incomplete=tuple(counts.incomplete),
+            read_seconds=time.perf_counter() - started,
+            workers=count,
+        )
+        return ReplayRun(plan, join, stats, counts, source, timings)
 
 
 async def _in_process(
