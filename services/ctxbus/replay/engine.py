@@ -52,6 +52,7 @@ def topic_types(topics: Topics) -> dict[str, str | None]:
         topics.outcome_recorded: EventType.OUTCOME_RECORDED,
         topics.attempt_recorded: EventType.ATTEMPT_RECORDED,
         topics.memory_upserted: EventType.MEMORY_UPSERTED,
+        topics.memory_stored: EventType.MEMORY_STORED,
         topics.dead_letter: None,
     }
 
