@@ -38,6 +38,7 @@ from aiokafka import AIOKafkaProducer
 from ctxbus.adapters.broker_embedded import EmbeddedBroker, free_port
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.lifeline import lifeline
 from ctxbus.bench.stats import peak_rss_mb, summary
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, ContextSource, RetrievalRequested, Trigger
@@ -280,6 +281,7 @@ def _dashboard_process(bootstrap: str, prefix: str, port: int, log: Path) -> Ite
             stdout=out,
             stderr=out,
             start_new_session=True,
+            preexec_fn=lifeline(signal.SIGTERM),  # noqa: PLW1509 (async-signal-safe): dies with the benchmark
         )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
