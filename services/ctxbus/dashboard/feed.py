@@ -34,13 +34,8 @@ from ctxbus.contract.serde import (
     decode_dead_letter,
 )
 from ctxbus.contract.topics import Topics
-from ctxbus.dashboard.aggregate import (
-    MAX_MESSAGE_CHARS,
-    Aggregator,
-    SkippedRow,
-    dead_letter_row,
-    injection_row,
-)
+from ctxbus.dashboard.aggregate import Aggregator
+from ctxbus.dashboard.rows import MAX_MESSAGE_CHARS, SkippedRow, dead_letter_row, injection_row
 
 log = structlog.get_logger("ctxbus.dashboard.feed")
 
