@@ -13,6 +13,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable
 from typing import Any
 
+from ctxbus.dashboard.inspections import DEFAULT_MAX_CHAINS, InspectionStore
 from ctxbus.dashboard.rows import DeadLetterRow, InjectionRow, SkippedRow
 from ctxbus.dashboard.series import MinuteSeries, SecondCounter, percentiles, rounded
 
@@ -130,6 +131,7 @@ class Aggregator:
         project_latency_window: int = 300,
         minutes: int = 60,
         max_projects: int = 200,
+        max_chains: int = DEFAULT_MAX_CHAINS,
     ) -> None:
         self.version = 0
         self.max_projects = max_projects
@@ -139,6 +141,8 @@ class Aggregator:
         self._projects: OrderedDict[str, Stats] = OrderedDict()
         self.skipped: Counter[tuple[str, str]] = Counter()
         self.recent_skipped: deque[SkippedRow] = deque(maxlen=rows)
+        #: recent chains a row of the page can open (the inspector)
+        self.inspections = InspectionStore(max_chains)
 
     def _project(self, name: str) -> Stats:
         stats = self._projects.get(name)

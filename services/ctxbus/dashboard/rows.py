@@ -42,6 +42,8 @@ class InjectionRow:
     e2e_ms: float | None
     retrieval_ms: float
     assembly_ms: float
+    #: read from history when the dashboard started (not seen live): its delay to the dashboard means nothing
+    backlog: bool = False
 
     @property
     def empty(self) -> bool:
@@ -50,11 +52,9 @@ class InjectionRow:
 
     def stage_ms(self) -> dict[str, float]:
         """Each latency stage this event measures (end-to-end and transit need the request's time)."""
-        stages = {
-            "retrieval": self.retrieval_ms,
-            "assembly": self.assembly_ms,
-            "delivery": max(0.0, (self.received_at - self.at) * 1000.0),
-        }
+        stages = {"retrieval": self.retrieval_ms, "assembly": self.assembly_ms}
+        if not self.backlog:
+            stages["delivery"] = max(0.0, (self.received_at - self.at) * 1000.0)
         if self.e2e_ms is not None:
             stages["end_to_end"] = self.e2e_ms
             stages["transit"] = max(0.0, self.e2e_ms - self.retrieval_ms - self.assembly_ms)
@@ -79,6 +79,7 @@ class InjectionRow:
             "e2e_ms": rounded(self.e2e_ms),
             "retrieval_ms": rounded(self.retrieval_ms),
             "assembly_ms": rounded(self.assembly_ms),
+            "backlog": self.backlog,
         }
 
 
@@ -132,7 +133,7 @@ class SkippedRow:
         }
 
 
-def injection_row(event: Envelope[ContextInjected], received_at: float) -> InjectionRow:
+def injection_row(event: Envelope[ContextInjected], received_at: float, *, backlog: bool = False) -> InjectionRow:
     p = event.payload
     e2e = None
     if p.request_emitted_at is not None:
@@ -156,6 +157,7 @@ def injection_row(event: Envelope[ContextInjected], received_at: float) -> Injec
         e2e_ms=e2e,
         retrieval_ms=float(p.retrieval_duration_ms),
         assembly_ms=float(p.assembly_duration_ms),
+        backlog=backlog,
     )
 
 
