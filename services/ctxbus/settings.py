@@ -189,6 +189,23 @@ class GatewaySettings(BaseSettings):
     max_body_bytes: int = Field(default=8_000_000, ge=1_000, le=50_000_000)
 
 
+class ArchiveSettings(BaseSettings):
+    """The embedded stack's event history on disk (ctxbus.archive)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_ARCHIVE_", extra="ignore")
+
+    #: None: on for the embedded broker (it keeps nothing across a restart), off for a cluster (its retention does)
+    enabled: bool | None = None
+    #: the archive's root; empty: DATA_DIR/archive
+    dir: Path | None = None
+    #: how often archived records are flushed to disk: what a SIGKILL of ``ctxbus up`` can lose at most
+    flush_interval_ms: int = Field(default=1_000, ge=50, le=60_000)
+    #: how often the consumer groups' committed positions are snapshotted
+    offsets_interval_ms: int = Field(default=5_000, ge=100, le=600_000)
+    retention_days: float = Field(default=30.0, gt=0)
+    retention_bytes: int = Field(default=1 << 30, ge=1 << 20)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CTXBUS_", extra="ignore")
 
@@ -205,6 +222,7 @@ class Settings(BaseSettings):
     hook: HookSettings = Field(default_factory=HookSettings)
     precontext: PreContextSettings = Field(default_factory=PreContextSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
 
     @field_validator("topic_prefix")
     @classmethod
@@ -230,6 +248,10 @@ class Settings(BaseSettings):
     def learning_db(self) -> Path:
         """The injections and outcomes learning counts from (rebuildable from the topics)."""
         return self.data_dir / "learning.sqlite3"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.archive.dir or self.data_dir / "archive"
 
     @property
     def runtime_file(self) -> Path:

@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiokafka.errors import KafkaError
@@ -28,6 +28,9 @@ from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import NoBroker, RuntimeInfo, clear_stale_runtime, kafka_config, read_runtime
 from ctxbus.settings import Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
+
+if TYPE_CHECKING:
+    from ctxbus.archive.archiver import Archiver
 
 log = structlog.get_logger("ctxbus.cli")
 
@@ -188,6 +191,11 @@ async def _up(
             flush=True,
         )
 
+    archiver: Archiver | None = None
+    archiving: asyncio.Task[None] | None = None
+    archive_stop = asyncio.Event()
+    if settings.archive.enabled if settings.archive.enabled is not None else config.embedded:
+        archiver = await _start_archive(settings, config)
     announcer = asyncio.create_task(announce())
     # one set of resources: the gateway serves the Python API on the retriever's embedder and store
     shared = Resources(settings=settings, metrics=metrics)
@@ -196,11 +204,44 @@ async def _up(
         tasks.append(
             run_services(services, settings, config, metrics, stop, resources=shared, on_ready=services_ready.set)
         )
+    if archiver is not None:
+        archiving = asyncio.create_task(archiver.run(archive_stop))
     try:
         await asyncio.gather(*tasks)
     finally:
         announcer.cancel()
+        if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
+            archive_stop.set()
+            await archiving
     return 0
+
+
+async def _start_archive(settings: Settings, config: KafkaClientConfig) -> Archiver:
+    """Refill the broker from the archive (history, timestamps, the groups' positions) and make the archiver."""
+    from ctxbus.archive.archiver import Archiver  # noqa: PLC0415
+    from ctxbus.archive.restore import restore  # noqa: PLC0415
+
+    topics, root = Topics(settings.topic_prefix), settings.archive_dir
+    report = await restore(config, topics, root)
+    if report.total or report.skipped_partitions or report.damaged_files:
+        log.info(
+            "archive_restore",
+            records=report.total,
+            by_topic=report.records,
+            groups=report.groups,
+            skipped=report.skipped_partitions,
+            damaged_files=report.damaged_files,
+        )
+        print(f"ctxbus up: restored {report.total} events from {root}", file=sys.stderr, flush=True)
+    return Archiver(
+        config,
+        topics,
+        root,
+        flush_interval_s=settings.archive.flush_interval_ms / 1000.0,
+        offsets_interval_s=settings.archive.offsets_interval_ms / 1000.0,
+        retention_days=settings.archive.retention_days,
+        retention_bytes=settings.archive.retention_bytes,
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
