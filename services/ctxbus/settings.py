@@ -96,6 +96,9 @@ class ServiceSettings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     #: base port: retriever +0, injector +1, recorder +2 (``ctxbus up`` serves all on the base port)
     metrics_port: int = Field(default=9464, ge=0, le=65535)
+    #: a dead letter whose original is too large to republish whole keeps this many leading bytes of it
+    #: (with its size and sha256); at most half of CTXBUS_KAFKA_MAX_RECORD_BYTES
+    dead_letter_prefix_bytes: int = Field(default=65_536, ge=0, le=50_000_000)
     #: fault injection for crash tests: exit hard (no commit) once this many outputs were produced; 0 = off
     fault_exit_after_outputs: int = Field(default=0, ge=0)
 
@@ -216,6 +219,15 @@ class Settings(BaseSettings):
         if not value or any(c not in "abcdefghijklmnopqrstuvwxyz0123456789._-" for c in value.lower()):
             raise ValueError("topic_prefix must be non-empty and use only letters, digits, '.', '_', '-'")
         return value
+
+    @model_validator(mode="after")
+    def _dead_letter_fits(self) -> Settings:
+        if self.service.dead_letter_prefix_bytes > self.kafka.max_record_bytes // 2:
+            raise ValueError(
+                f"CTXBUS_SERVICE_DEAD_LETTER_PREFIX_BYTES ({self.service.dead_letter_prefix_bytes}) must be at most "
+                f"half of CTXBUS_KAFKA_MAX_RECORD_BYTES ({self.kafka.max_record_bytes})"
+            )
+        return self
 
     @property
     def store_dir(self) -> Path:
