@@ -6,9 +6,11 @@ profiles with the real embedder and a real Qdrant Edge store."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -310,3 +312,23 @@ async def test_a_backtest_while_the_store_is_owned_elsewhere_says_so(
     assert busy.returncode == 1
     assert "store" in busy.stderr and "in use by another process" in busy.stderr
     assert "Traceback" not in busy.stderr
+
+
+async def test_one_chain_is_opened_by_its_correlation_id(
+    history: list[Envelope[ContextInjected]], settings: Settings
+) -> None:
+    """Issue 12: `ctxbus replay --correlation-id ID` prints what the dashboard's inspector shows."""
+    injected = next(i for i in history if i.payload.item_ids)
+    cid = str(injected.correlation_id)
+    table = await asyncio.to_thread(ctxbus, settings, "--correlation-id", cid)
+    assert table.returncode == 0, table.stderr
+    assert f"chain {cid}" in table.stdout and "ranked items" in table.stdout
+    assert injected.payload.item_ids[0] in table.stdout and "injected context" in table.stdout
+    as_json = await asyncio.to_thread(ctxbus, settings, "--correlation-id", cid, "--format", "json")
+    doc = json.loads(as_json.stdout)
+    assert doc["missing"] == [] and doc["injection"]["item_ids"] == list(injected.payload.item_ids)
+    ranked = [i["id"] for i in doc["retrieval"]["items"] if i["injected"]]
+    assert set(ranked) == set(injected.payload.item_ids)
+    assert doc["retrieval"]["request"]["prompt"]["text"]
+    missing = await asyncio.to_thread(ctxbus, settings, "--correlation-id", str(uuid.uuid4()))
+    assert missing.returncode == 1 and "no events of chain" in missing.stderr

@@ -39,6 +39,7 @@ from ctxbus.adapters.broker_embedded import EmbeddedBroker, free_port
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import check_record_size
+from ctxbus.adapters.lifeline import lifeline
 from ctxbus.bench.stats import peak_rss_mb, summary
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, ContextSource, RetrievalRequested, Trigger
@@ -285,6 +286,7 @@ def _dashboard_process(bootstrap: str, prefix: str, port: int, log: Path) -> Ite
             stdout=out,
             stderr=out,
             start_new_session=True,
+            preexec_fn=lifeline(signal.SIGTERM),  # noqa: PLW1509 (async-signal-safe): dies with the benchmark
         )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
@@ -20,10 +21,11 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
+from ctxbus.gateway.http import ListenError
 from ctxbus.hooks import ensure_bytecode
-from ctxbus.observability import Metrics, configure_logging
+from ctxbus.observability import Metrics, MetricsListenError, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
-from ctxbus.runtime import NoBroker, RuntimeInfo, kafka_config, read_runtime
+from ctxbus.runtime import NoBroker, RuntimeInfo, clear_stale_runtime, kafka_config, read_runtime
 from ctxbus.settings import Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
@@ -104,6 +106,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     running = read_runtime(settings)
     if running is not None:
         raise CliError(f"a ctxbus stack already runs (pid {running.pid}, broker {running.bootstrap_servers})", 1)
+    cleared = clear_stale_runtime(settings)
+    if cleared:
+        log.warning("stale_runtime", detail=cleared)
     broker: EmbeddedBroker | None = None
     if settings.kafka.embedded:
         try:
@@ -114,16 +119,34 @@ def cmd_up(args: argparse.Namespace) -> int:
     else:
         config = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=False)
     try:
-        return asyncio.run(_up(settings, config, services=() if args.no_services else SERVICES))
-    except (StoreBusy, StoreModelMismatch) as exc:
+        return asyncio.run(
+            _up(
+                settings,
+                config,
+                services=() if args.no_services else SERVICES,
+                broker_pid=broker.pid if broker else None,
+            )
+        )
+    except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
+    except KafkaError as exc:
+        raise CliError(_unreachable(config, exc), 1) from exc
     finally:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
             broker.stop()
 
 
-async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str, ...]) -> int:
+def _unreachable(config: KafkaClientConfig, exc: Exception) -> str:
+    return (
+        f"cannot reach the Kafka cluster at {config.bootstrap_servers}: {exc or type(exc).__name__} "
+        "(check CTXBUS_KAFKA_BOOTSTRAP_SERVERS and the security settings)"
+    )
+
+
+async def _up(
+    settings: Settings, config: KafkaClientConfig, services: tuple[str, ...], broker_pid: int | None = None
+) -> int:
     stop = asyncio.Event()
     _install_signals(stop)
     created = await _create_topics(settings, config)
@@ -146,6 +169,7 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
             gateway_port=gateway,
             topic_prefix=settings.topic_prefix,
             started_at=datetime.now(UTC).isoformat(),
+            broker_pid=broker_pid,
         ).write(settings.runtime_file)
         log.info(
             "stack_up",
@@ -188,8 +212,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
     try:
         return asyncio.run(_run_one(args.service, settings, config))
-    except (StoreBusy, StoreModelMismatch) as exc:
+    except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
+    except KafkaError as exc:
+        raise CliError(_unreachable(config, exc), 1) from exc
 
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
@@ -212,7 +238,10 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
         config = kafka_config(settings)
     except NoBroker as exc:
         raise CliError(str(exc), 1) from exc
-    created = asyncio.run(_create_topics(settings, config))
+    try:
+        created = asyncio.run(_create_topics(settings, config))
+    except KafkaError as exc:
+        raise CliError(_unreachable(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0

@@ -36,6 +36,10 @@ class Topics:
         return f"{self.prefix}.memory.upserted.v1"
 
     @property
+    def memory_stored(self) -> str:
+        return f"{self.prefix}.memory.stored.v1"
+
+    @property
     def dead_letter(self) -> str:
         return f"{self.prefix}.deadletter.v1"
 
@@ -47,5 +51,6 @@ class Topics:
             self.outcome_recorded,
             self.attempt_recorded,
             self.memory_upserted,
+            self.memory_stored,
             self.dead_letter,
         )

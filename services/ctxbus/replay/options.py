@@ -36,6 +36,7 @@ TOPIC_ALIASES: dict[str, str] = {
     "outcome": "outcome_recorded",
     "attempt": "attempt_recorded",
     "memory": "memory_upserted",
+    "stored": "memory_stored",
     "deadletter": "dead_letter",
     "dlq": "dead_letter",
 }
