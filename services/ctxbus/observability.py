@@ -132,7 +132,8 @@ class Metrics:
         self.gateway_requests = Counter(
             "ctxbus_gateway_requests_total",
             "Hook calls answered by the gateway, by hook event and outcome "
-            "(injected, empty, timeout_fallback, bus_error_fallback, bad_input, outcome_published, ignored, disabled)",
+            "(injected, empty, timeout_fallback, bus_error_fallback, oversize_fallback, bad_input, outcome_published, "
+            "ignored, disabled)",
             ["event", "outcome"],
             registry=r,
         )

@@ -29,6 +29,7 @@ from ctxbus import __version__
 from ctxbus.adapters.broker_embedded import EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.limits import check_record_size
 from ctxbus.bench.corpus import memories, prompts
 from ctxbus.contract.envelope import EventType, derived_event_id, entity_id_for
 from ctxbus.contract.payloads import DeadLetter, RetrievalRequested, Trigger
@@ -447,6 +448,7 @@ async def publish(config: KafkaClientConfig, records: list[Record]) -> float:
     try:
         pending = []
         for rec in records:
+            check_record_size(rec.topic, rec.key, rec.value, rec.headers, config.settings.max_record_bytes)
             pending.append(
                 await producer.send(
                     rec.topic, rec.value, key=rec.key, headers=rec.headers, timestamp_ms=rec.timestamp_ms

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
@@ -78,16 +79,27 @@ def import_direct(settings: Settings, items: Sequence[MemoryItem]) -> IngestRepo
 
 
 async def publish_upserts(settings: Settings, project: str, items: Sequence[MemoryItem]) -> int:
-    """Send the items to the store's owner through the bus, in events of at most MAX_ITEMS_PER_UPSERT."""
+    """Send the items to the store's owner through the bus, in events of at most MAX_ITEMS_PER_UPSERT
+    items that fit the record limit (a chunk over it is halved until it fits)."""
     config = kafka_config(settings)
     topic = Topics(settings.topic_prefix).memory_upserted
+
+    async def send(publisher: EventPublisher, chunk: tuple[MemoryItem, ...]) -> None:
+        event = Envelope.root(MemoryUpserted(items=chunk), project=project, session_id="memory-import", producer="cli")
+        try:
+            record = publisher.prepare(topic, event)
+        except RecordTooLarge:
+            if len(chunk) == 1:
+                raise
+            half = len(chunk) // 2
+            await send(publisher, chunk[:half])
+            await send(publisher, chunk[half:])
+            return
+        await publisher.send(record)
+
     async with EventPublisher(config, "cli") as publisher:
         for start in range(0, len(items), MAX_ITEMS_PER_UPSERT):
-            chunk = tuple(items[start : start + MAX_ITEMS_PER_UPSERT])
-            event = Envelope.root(
-                MemoryUpserted(items=chunk), project=project, session_id="memory-import", producer="cli"
-            )
-            await publisher.publish(topic, event)
+            await send(publisher, tuple(items[start : start + MAX_ITEMS_PER_UPSERT]))
     return len(items)
 
 
