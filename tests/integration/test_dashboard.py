@@ -364,7 +364,7 @@ def test_the_command_serves_the_page_and_stops_on_sigterm(settings: Settings, to
                 pass
             time.sleep(0.1)
         assert snap["feed"]["group_id"] == f"{settings.topic_prefix}.dashboard"
-        assert snap["feed"]["topics"] == [topics.context_injected, topics.dead_letter]
+        assert snap["feed"]["topics"] == [topics.context_injected, topics.retrieval_completed, topics.dead_letter]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
             assert b"ctxbus" in resp.read()
     finally:
