@@ -32,8 +32,10 @@ from ctxbus.adapters.kafka.dead_letter import DeadLetterRecord, dead_letter_for,
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
+from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader, newer_schema_message
 from ctxbus.contract.envelope import AnyEnvelope
-from ctxbus.contract.serde import EventDecodeError, EventDeserializer
+from ctxbus.contract.registry import default_registry
+from ctxbus.contract.serde import EventDecodeError, EventDeserializer, UnknownSchemaId, unframe
 from ctxbus.observability import Metrics
 from ctxbus.settings import ServiceSettings
 
@@ -93,6 +95,7 @@ class ConsumerRunner:
         metrics: Metrics,
         output_topics: Sequence[str] = (),
         deserializer: EventDeserializer | None = None,
+        schemas: SchemaTopicReader | None = None,
     ) -> None:
         self.name = name
         self.busy = asyncio.Lock()
@@ -108,6 +111,8 @@ class ConsumerRunner:
         self._output_topics = tuple(output_topics)
         # whatever a ctxbus producer may send is decoded (a larger value is poison: ``oversize``)
         self._deserialize = deserializer or EventDeserializer(max_bytes=config.settings.max_record_bytes)
+        #: where schema ids of newer producers are looked up before a record is called undecodable
+        self._schemas = schemas
         self._answered = AnsweredLedger()
         self.ledger_stale = True
         self._outputs_sent = 0
@@ -174,7 +179,7 @@ class ConsumerRunner:
     async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> None:
         started = time.perf_counter()
         try:
-            event = self._deserialize(msg.value, expect=self._expect)
+            event = await self._decode(msg)
         except EventDecodeError as exc:
             await self._dead_letter(msg, exc, attempts=1, reason=exc.reason)
             return
@@ -205,6 +210,19 @@ class ConsumerRunner:
             self._metrics.consumed.labels(self.name, self._topic, "processed").inc()
             self._metrics.processing.labels(self.name).observe(time.perf_counter() - started)
             log.debug("processed", offset=msg.offset, outputs=len(outputs))
+
+    async def _decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope:
+        """The record's event; a schema id of a newer producer is looked up on the schemas topic first."""
+        try:
+            return self._deserialize(msg.value, expect=self._expect)
+        except UnknownSchemaId:
+            schema_id, _ = unframe(msg.value or b"")
+            if self._schemas is not None and await self._schemas.resolve(schema_id):
+                return self._deserialize(msg.value, expect=self._expect)
+            registry = self._schemas.registry if self._schemas is not None else default_registry()
+            message = newer_schema_message(schema_id, list(msg.headers or ()), registry)
+            log.error("unknown_schema_id", schema_id=schema_id, topic=self._topic, offset=msg.offset, detail=message)
+            raise UnknownSchemaId(message) from None
 
     async def _handle_with_retries(
         self, msg: ConsumerRecord[bytes, bytes], event: AnyEnvelope
