@@ -58,20 +58,6 @@ def test_severity_is_own_or_derived_and_mitigation_falls_back_to_the_lesson() ->
     assert mitigation(PARTIAL) is None
 
 
-def test_the_approach_quotes_what_worked_the_pattern_the_principle_and_the_worst_pitfall_first() -> None:
-    approach = suggest([OK, FAILED, PATTERN, PRINCIPLE, WARN])
-    assert approach.based_on == 2 and approach.successful == 1
-    assert approach.steps[0] == "Start with an integration test (worked before)."
-    assert "Token Refresh" in approach.steps[1] and "src/auth/t.py" in approach.steps[1]
-    assert approach.steps[2] == "Keep to: Validate tokens at API boundaries."
-    assert approach.steps[3].startswith("Watch out (critical)")  # critical before high
-    assert "instead: Cache ids, not objects." in approach.steps[4]
-    assert approach.item_ids == ("l-ok", "pa", "pr", "w", "l-bad")
-    assert approach.text.startswith("Based on 2 similar past tasks (1 successful), recommend: 1) Start with")
-    assert suggest([ADR]).text == "" and suggest([]).steps == ()
-    assert suggest([OK, FAILED]) == suggest([OK, FAILED])  # deterministic
-
-
 def test_the_prime_document_has_seed_001s_shape() -> None:
     items = [PRINCIPLE, PATTERN, OK, FAILED, ADR]
     scores = {("p", i.id): 0.5 + n / 10 for n, i in enumerate(items)}
