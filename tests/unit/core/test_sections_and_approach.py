@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ctxbus.contract.payloads import TaskType
 from ctxbus.core.approach import suggest
 from ctxbus.core.prime import TaskContext, prime_document, to_json
 from ctxbus.core.sections import LEARNINGS, PATTERNS, PRINCIPLES, REFERENCE, WARNINGS, mitigation, section_of, severity
@@ -100,3 +101,16 @@ def test_the_prime_document_has_seed_001s_shape() -> None:
     assert doc["reference"][0]["kind"] == "decision"
     assert doc["suggested_approach"] == suggest(items).text and doc["token_count"] == 123
     assert json.loads(to_json(doc)) == doc
+
+
+def test_the_prime_document_carries_the_task_aware_approach_and_the_budget_report() -> None:
+    items = [PRINCIPLE, WARN]
+    approach = suggest(items, TaskType.BUGFIX)
+    budget = {"profile": "implementer", "compressed": ["w"], "left_out": [{"id": "x", "reason": "tier_budget"}]}
+    doc = prime_document(
+        TaskContext("bugfix", 1.0, None, "implementer", None), items, {}, approach, token_count=9, budget=budget
+    )
+    assert doc["suggested_approach"] == approach.text and doc["budget"] == budget
+    assert doc["approach_steps"][0] == {"step": approach.steps[0], "item_id": None}  # the task type's own step
+    assert [s["item_id"] for s in doc["approach_steps"][1:]] == ["w", "pr"]
+    assert "budget" not in prime_document(TaskContext(None, 0.0, None, "helper", None), [], {}, approach, token_count=0)
