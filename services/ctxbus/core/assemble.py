@@ -250,6 +250,28 @@ def _item_budget(
     return max(0, max_tokens - units("\n\n".join(overhead) + "\n" * (2 * len(items))))
 
 
+class _LineSums:
+    """A text's tokens as the sum of its lines' tokens, each distinct line counted once.
+
+    Exact for counters additive over lines, as the model's WordPiece tokenizer (it splits on
+    whitespace first) and ``estimate_tokens`` are; assembly tries many texts that share most lines,
+    so this counts each line once instead of every text whole.
+    """
+
+    def __init__(self, count: TokenCounter) -> None:
+        self._count = count
+        self._memo: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        total = 0
+        for line in text.split("\n"):
+            known = self._memo.get(line)
+            if known is None:
+                known = self._memo[line] = self._count(line)
+            total += known
+        return total
+
+
 def assemble(
     ranked: Sequence[RankedHit],
     *,
@@ -267,10 +289,33 @@ def assemble(
     warnings, reference) are wanted (default: all); ``approach`` adds seed 001's suggested approach
     for ``task_type``, built from the chosen items and counted in the budget; ``budget`` is the
     profile's plan (tier weights, how many of the first items are preserved, compression).
+
+    The choices are made counting tokens line by line (``_LineSums``); the result is counted whole
+    with ``count_tokens``, and should a counter that is not additive over lines put it over the
+    budget, the choices are made again counting every text whole.
     Raises ValueError when a budget is not positive.
     """
     if max_chars <= 0 or max_tokens <= 0:
         raise ValueError("max_chars and max_tokens must be positive")
+    options = (max_chars, max_tokens, include, approach, task_type, budget)
+    result = _assemble(ranked, _LineSums(count_tokens), *options)
+    tokens = count_tokens(result.text)
+    if tokens > max_tokens:
+        result = _assemble(ranked, count_tokens, *options)
+        tokens = count_tokens(result.text)
+    return replace(result, tokens=tokens)
+
+
+def _assemble(
+    ranked: Sequence[RankedHit],
+    count_tokens: TokenCounter,
+    max_chars: int,
+    max_tokens: int,
+    include: Callable[[str], bool] | None,
+    approach: bool,
+    task_type: TaskType | None,
+    budget: BudgetPlan,
+) -> Assembly:
     if not ranked:
         return Assembly("", (), 0, 0, empty_reason=NO_ITEMS)
     skipped: list[tuple[str, str]] = []

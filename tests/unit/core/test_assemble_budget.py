@@ -199,3 +199,11 @@ def test_when_the_approach_leaves_no_room_for_any_item_the_approach_goes_not_the
     assert "## Suggested Approach" not in with_approach.text and with_approach.budget_report()["approach_dropped"]
     roomy = assemble([RankedHit(item, 1.0)], approach=True, task_type=TaskType.BUGFIX)
     assert not roomy.approach_dropped and roomy.text.startswith("## Suggested Approach")
+
+
+@pytest.mark.parametrize("max_tokens", [5, 12, 20, 40])
+def test_a_counter_not_additive_over_lines_still_never_breaks_the_budget(max_tokens: int) -> None:
+    per_text: TokenCounter = lambda text: len(text) // 40  # noqa: E731  (line by line it counts less)
+    result = assemble(long_hits(), max_tokens=max_tokens, count_tokens=per_text, approach=True)
+    assert result.tokens == per_text(result.text) <= max_tokens
+    assert result.item_ids  # something fits at every one of these budgets
