@@ -239,6 +239,10 @@ async def publisher_for(
         await publisher.stop()
 
 
+#: a project no one uses: the store's readiness check counts its items
+HEALTH_PROJECT = "__ctxbus_health__"
+
+
 async def run_services(
     names: tuple[str, ...],
     settings: Settings,
@@ -277,13 +281,30 @@ async def run_services(
                 for name in names
                 for spec in build_runners(name, res, topics)
             ]
+            for runner in runners:
+                metrics.health.add(f"consumer:{runner.name}", runner.readiness)
+            if res.store is not None:
+                metrics.health.add("store", _store_check(res.store))
             waiter = asyncio.create_task(_when_ready(runners, on_ready))
             try:
                 await asyncio.gather(*(r.run(stop) for r in runners))
             finally:
                 waiter.cancel()
+                for runner in runners:
+                    metrics.health.remove(f"consumer:{runner.name}")
+                metrics.health.remove("store")
     finally:
         res.close()
+
+
+def _store_check(store: VectorStore) -> Callable[[], str | None]:
+    """The store answers a count (the embedded engine at once; a Qdrant server over the network)."""
+
+    def check() -> str | None:
+        store.count(HEALTH_PROJECT)
+        return None
+
+    return check
 
 
 def _memory_of(res: Resources) -> Callable[[], Memory | None]:
@@ -331,9 +352,11 @@ async def run_gateway(
         )
         port = await server.start()
         log.info("gateway_listening", host=settings.gateway.host, port=port)
+        metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
+            metrics.health.remove("gateway")
             await server.stop()
