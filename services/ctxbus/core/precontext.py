@@ -22,6 +22,23 @@ END_LINE = "--- END CONTEXT ---"
 LOOP_LINE = "Task appears stuck in validation loop - try different approach"
 #: attempts with the same first error that make a loop
 LOOP_LENGTH = 3
+#: the project of attempts recorded without one (``ctxbus attempt record`` / ``ctxbus precontext``'s
+#: default, and the project given to attempts stored before attempts were keyed by project)
+DEFAULT_PROJECT = "default"
+
+#: how a task ends, by the outcome recorded for it (scope ``task``): any task outcome ends the task's
+#: pre-context; a successful or partial one completes it, a failed or unknown one abandons it
+TASK_END_STATES: dict[str, str] = {
+    "successful": "completed",
+    "partial": "completed",
+    "failed": "abandoned",
+    "unknown": "abandoned",
+}
+
+
+def task_end_state(outcome: str) -> str:
+    """``completed`` or ``abandoned`` for a task outcome (anything unrecognised abandons)."""
+    return TASK_END_STATES.get(outcome, "abandoned")
 
 
 class PreContextType(StrEnum):

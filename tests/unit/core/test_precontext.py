@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer
 
+from ctxbus.contract.payloads import Outcome
 from ctxbus.core.precontext import (
     LOOP_LINE,
+    TASK_END_STATES,
     TRUNCATED_LINE,
     AttemptRecord,
     PreContextPolicy,
@@ -20,6 +23,7 @@ from ctxbus.core.precontext import (
     helper_context,
     loop_detected,
     retry_context,
+    task_end_state,
 )
 from ctxbus.core.tokens import estimate_tokens
 
@@ -257,6 +261,17 @@ def test_no_line_announces_a_list_that_is_not_there(kind: PreContextType) -> Non
     ]
     for attempts in cases:
         lines = build_precontext(kind, attempts, POLICY, provider="gemini").splitlines()
-        for line, after in zip(lines, lines[1:], strict=False):
+        for line, after in itertools.pairwise(lines):
             if line.endswith(":"):
                 assert after.startswith("- "), (kind, lines)
+
+
+def test_a_task_outcome_completes_or_abandons_the_task() -> None:
+    assert [task_end_state(o) for o in ("successful", "partial", "failed", "unknown", "other")] == [
+        "completed",
+        "completed",
+        "abandoned",
+        "abandoned",
+        "abandoned",
+    ]
+    assert set(TASK_END_STATES) == {o.value for o in Outcome}
