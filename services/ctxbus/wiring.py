@@ -26,7 +26,7 @@ from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_prototypes import build_classifier
-from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
+from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.learning.handler import LearningHandler
 from ctxbus.observability import Metrics
@@ -159,7 +159,8 @@ def injector_handler(
 
 
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
-    """The consumer loops a service runs (the injector also records agent attempts for pre-context)."""
+    """The consumer loops a service runs (the injector also records agent attempts for pre-context and
+    closes the tasks an outcome ended)."""
     s = res.settings
     if name == "retriever":
         if res.embedder is None:
@@ -203,6 +204,9 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             ),
             RunnerSpec(
                 "attempts", AttemptRecorderHandler(res.attempts), topics.attempt_recorded, EventType.ATTEMPT_RECORDED
+            ),
+            RunnerSpec(
+                "task-outcomes", TaskOutcomeHandler(res.attempts), topics.outcome_recorded, EventType.OUTCOME_RECORDED
             ),
         ]
     if name == "recorder":
