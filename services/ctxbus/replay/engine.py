@@ -31,7 +31,8 @@ from ctxbus.replay.decode import Decoder, DecodeStats, Fact
 from ctxbus.replay.join import Joiner, JoinResult
 from ctxbus.replay.options import Selection
 from ctxbus.replay.read import PartitionRange, ReadCounts, ReadPlan, TopicReader, split_ranges
-from ctxbus.replay.report import Report, Source, build_report
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Report, Source
 
 #: Below this many records a replay reads and decodes in process (workers cost a few tenths of a second).
 MIN_RECORDS_FOR_WORKERS = 20_000

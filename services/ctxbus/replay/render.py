@@ -17,9 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctxbus.replay.chain_rows import CHAIN_COLUMNS, chain_rows
 from ctxbus.replay.compare import verdict
 from ctxbus.replay.join import Chain
-from ctxbus.replay.report import CHAIN_COLUMNS, Count, GroupRow, ItemRow, Report, Stats, chain_rows
+from ctxbus.replay.report_model import Count, GroupRow, ItemRow, Report, Stats
 
 if TYPE_CHECKING:
     from ctxbus.replay.backtest import BacktestResult

@@ -12,7 +12,8 @@ from ctxbus.contract.topics import Topics
 from ctxbus.replay.decode import Decoder, RawRecord
 from ctxbus.replay.engine import topic_types
 from ctxbus.replay.join import Joiner
-from ctxbus.replay.report import Source, build_report
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Source
 
 TOPICS = Topics("b")
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)

@@ -12,6 +12,7 @@ import pytest
 
 from ctxbus.contract.payloads import Outcome
 from ctxbus.replay.backtest import BacktestResult, BacktestSettings
+from ctxbus.replay.chain_rows import CHAIN_COLUMNS
 from ctxbus.replay.compare import Injection, RequestComparison, summarise
 from ctxbus.replay.decode import Decoder, DecodeStats
 from ctxbus.replay.engine import topic_types
@@ -26,7 +27,8 @@ from ctxbus.replay.render import (
     write_chart,
     write_parquet,
 )
-from ctxbus.replay.report import CHAIN_COLUMNS, Report, Source, build_report
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Report, Source
 
 from .events import T0, TOPICS, chain, outcome, raw
 
