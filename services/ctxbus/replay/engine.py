@@ -27,7 +27,8 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.lifeline import lifeline
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
-from ctxbus.replay.decode import Decoder, DecodeStats, Fact
+from ctxbus.replay.decode import Decoder
+from ctxbus.replay.facts import DecodeStats, Fact
 from ctxbus.replay.join import Joiner, JoinResult
 from ctxbus.replay.options import Selection
 from ctxbus.replay.read import PartitionRange, ReadCounts, ReadPlan, TopicReader, split_ranges

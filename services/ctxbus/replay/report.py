@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ctxbus.memory.model import GLOBAL_PROJECT
 from ctxbus.replay.chain_rows import from_us
-from ctxbus.replay.decode import DeadLetterFact, DecodeStats
+from ctxbus.replay.facts import DeadLetterFact, DecodeStats
 from ctxbus.replay.join import (
     KNOWN_OUTCOMES,
     STATUS_DEAD_LETTERED,

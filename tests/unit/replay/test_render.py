@@ -14,8 +14,9 @@ from ctxbus.contract.payloads import Outcome
 from ctxbus.replay.backtest import BacktestResult, BacktestSettings
 from ctxbus.replay.chain_rows import CHAIN_COLUMNS
 from ctxbus.replay.compare import Injection, RequestComparison, summarise
-from ctxbus.replay.decode import Decoder, DecodeStats
+from ctxbus.replay.decode import Decoder
 from ctxbus.replay.engine import topic_types
+from ctxbus.replay.facts import DecodeStats
 from ctxbus.replay.join import Joiner, JoinResult
 from ctxbus.replay.render import (
     PARQUET_REPORT_KEY,
