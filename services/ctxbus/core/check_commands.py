@@ -28,6 +28,8 @@ KIND_ORDER = (TEST, TYPECHECK, BUILD, LINT)
 class Check:
     family: str
     kind: str
+    #: the toolchain whose test runs compile the code first (``cargo test`` builds what ``cargo build`` builds)
+    toolchain: str | None = None
 
 
 _SPLIT = re.compile(r"\|\||&&|[;|\n]")
@@ -154,14 +156,21 @@ _MAVEN_GOALS = {
     "package": BUILD,
     "install": BUILD,
 }
-_GRADLE_TASKS = {
-    "test": TEST,
-    "check": TEST,
-    "build": BUILD,
-    "assemble": BUILD,
-    "compilejava": BUILD,
-    "compilekotlin": BUILD,
-}
+#: gradle task name prefixes (``assembleDebug``, ``testDebugUnitTest``, ``compileReleaseKotlin``); first match wins
+_GRADLE_TASKS = (
+    ("connected", TEST),
+    ("test", TEST),
+    ("check", TEST),
+    ("build", BUILD),
+    ("assemble", BUILD),
+    ("bundle", BUILD),
+    ("compile", BUILD),
+    ("lint", LINT),
+    ("ktlint", LINT),
+    ("detekt", LINT),
+)
+#: tools whose test command compiles the code first: a passing test run shows the build passes too
+_COMPILING_TOOLCHAINS = {"cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle"}
 _SCRIPT_WORDS = (
     (re.compile(r"test|spec|e2e"), TEST),
     (re.compile(r"typecheck|type-check|check-types|types|tsc"), TYPECHECK),
@@ -246,10 +255,12 @@ def _build_tool(words: list[str]) -> Check | None:
     targets = [w.lower() for w in words[1:] if not w.startswith("-") and "=" not in w]
     if tool in {"mvn", "mvnw"}:
         kinds = [_MAVEN_GOALS[t] for t in targets if t in _MAVEN_GOALS]
-        return Check("maven", TEST if TEST in kinds else BUILD) if kinds else None
+        return Check("maven", TEST if TEST in kinds else BUILD, "maven") if kinds else None
     if tool in {"gradle", "gradlew"}:
-        kinds = [_GRADLE_TASKS[t.rsplit(":", 1)[-1]] for t in targets if t.rsplit(":", 1)[-1] in _GRADLE_TASKS]
-        return Check("gradle", TEST if TEST in kinds else BUILD) if kinds else None
+        tasks = [t.rsplit(":", 1)[-1] for t in targets]
+        kinds = [next((k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)), None) for t in tasks]
+        found = [k for k in kinds if k is not None]
+        return Check("gradle", min(found, key=KIND_ORDER.index), "gradle") if found else None
     if tool in {"make", "gmake"}:
         if not targets:
             return Check("make", BUILD)
@@ -279,7 +290,7 @@ def _check_of_words(words: list[str]) -> Check | None:
         return Check("django test", TEST)
     if len(words) > 1 and (head, words[1]) in _SUBCOMMANDS:
         family, kind = _SUBCOMMANDS[(head, words[1])]
-        return Check(family, kind)
+        return Check(family, kind, head if head in _COMPILING_TOOLCHAINS else None)
     if head in _TOOLS:
         family, kind = _TOOLS[head]
         return Check(family, kind)

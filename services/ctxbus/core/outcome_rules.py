@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ctxbus.contract.payloads import Outcome
-from ctxbus.core.check_commands import Check, check_of_command
+from ctxbus.core.check_commands import BUILD, TEST, TYPECHECK, Check, check_of_command
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,36 +120,44 @@ RULES: dict[str, Rule] = {
         # -- the user's next prompt -----------------------------------------------------------------------------
         _R(
             "user_reports_partial",
-            "next prompt: `not quite`, `almost`, `close, but`, `partly works`, `works but ...`",
+            "next prompt: `not quite`, `almost`, `close, but`, `partly works`, `only half of it`, `works but ...`",
             "partial",
         ),
         _R(
             "user_reports_failure",
             "next prompt: `still failing`, `doesn't work`, `that broke X`, `same error`, "
-            "`now I get an error`, `tests are failing`, `that's wrong`, `revert that`, a leading `no,`",
+            "`now I get an error`, `still getting this`, `now the page is blank`, `tests are failing`, `that's wrong`, "
+            "`doesn't look right`, `revert that`, a leading `no,`",
             "failed",
         ),
         _R(
             "user_confirms_success",
-            "next prompt: `that worked`, `works now`, `it works`, `fixed it`, `looks good`, "
-            "`lgtm`, `all tests pass` (not in a question, not `make sure it works`)",
+            "next prompt: `that worked`, `works now`, `it works`, `fixed it`, `looks good`, `all good`, `much better`, "
+            "`lgtm`, `all tests pass`, `does what I wanted` (not in a question, not `make sure it works`)",
             "successful",
         ),
         _R("user_approves", "next prompt starting `perfect`, `great`, `awesome`, `nice`, `thanks` ...", "successful"),
         # -- the final assistant message ------------------------------------------------------------------------
         _R(
             "assistant_reports_partial",
-            "final assistant message: `partially`, `one test still fails`, `remaining failures`, `not yet implemented`",
+            "final assistant message: `partially`, `one test still fails`, `remaining failures`, "
+            "`not yet implemented`, `migrated 7 of the 9`",
             "partial",
         ),
         _R(
             "assistant_reports_failure",
-            "final assistant message: `I was unable to`, `I couldn't fix`, `tests are still failing`, `I'm stuck`",
+            "final assistant message: `I was unable to`, `I wasn't able to`, `I couldn't fix`, "
+            "`tests are still failing`, `I'm stuck`",
             "failed",
         ),
         # -- deciding -------------------------------------------------------------------------------------------
         _R("user_feedback_decides", "the last user feedback, when no check ran after it", "its outcome"),
-        _R("checks_fixed", "the last run of every check family passed, and an earlier run failed", "successful"),
+        _R(
+            "checks_fixed",
+            "the last run of every check family passed after an earlier failure (a failed `cargo build`, `go build` "
+            "... counts as fixed by a later passing test run of the same toolchain, which compiles it)",
+            "successful",
+        ),
         _R("checks_passed", "the last run of every check family passed", "successful"),
         _R(
             "checks_passed_with_reported_gap",
@@ -157,7 +165,8 @@ RULES: dict[str, Rule] = {
             "partial",
         ),
         _R("checks_failed", "the last run of every check family failed", "failed"),
-        _R("checks_mixed", "some check families' last runs passed, others failed", "partial"),
+        _R("tests_failed", "the last run of a test family failed, other checks passed", "failed"),
+        _R("checks_mixed", "tests passed (or none ran) but a build, type check or linter's last run failed", "partial"),
         _R("assistant_report_decides", "no check, no feedback: the final assistant message's report", "its outcome"),
         _R("no_evidence", "nothing above (interrupted or unrecognised commands are not evidence)", "unknown"),
     )
@@ -303,7 +312,7 @@ FEEDBACK_HEAD_CHARS = 300
 _META = re.compile(r"^\s*(?:<[a-z][\w-]*>|\[Request interrupted|Caveat:|/[a-z]|This session is being continued)")
 _PARTIAL = re.compile(
     r"\bnot quite\b|\balmost\b|\bclose,? but\b|\bcloser\b|\b(?:partly|partially|half) (?:works|working|fixed|there|"
-    r"done)\b|\bmostly (?:works|working|fixed|there|good)\b"
+    r"done)\b|\bmostly (?:works|working|fixed|there|good)\b|\b(?:only )?(?:half|part) of (?:it|this|that|them)\b"
 )
 _POSITIVE = re.compile(r"\b(?:works|worked|working|fixed|better|passes|passing|good|great|progress|builds|compiles)\b")
 _BUT = re.compile(r"\b(?:but|except|although|however|though)\b")
@@ -319,6 +328,9 @@ _FAILURE = re.compile(
             r"(?:seem to\s+|actually\s+|really\s+)?(?:work|working|fix|fixed|compile|compiling|build|building|pass|"
             r"passing)\b",
             r"\bnot working\b|\b(?:doesn'?t|does not|didn'?t|did not) work\b|\bno luck\b",
+            r"\bstill (?:getting|seeing|get|see|happening|happens|there|the case|occurs|reproduces)\b",
+            r"\bnow (?:the \w+ |it |everything |this )?(?:is |are |looks )?(?:blank|empty|gone|broken|missing)\b",
+            r"\b(?:doesn'?t|does not|didn'?t|isn'?t|is not)\s+(?:look\s+|seem\s+)?(?:right|correct)\b",
             r"\b(?:that|this|it|you|your (?:change|fix|edit|commit))\s+(?:just\s+)?(?:broke|breaks|has broken|"
             r"introduced (?:a |an )?(?:bug|regression|error))\b",
             r"\b(?:same|new|another) (?:error|exception|failure|traceback)\b|\bsame (?:issue|problem|bug)\b",
@@ -344,6 +356,8 @@ _SUCCESS = re.compile(
             r"\b(?:lgtm|looks good|looks great|ship it|nailed it|problem solved|all (?:tests )?(?:pass|passing|green)|"
             r"tests (?:now )?pass)\b",
             r"\b(?:you|that|this) fixed (?:it|the)\b",
+            r"\ball good\b|\bmuch better\b|\b(?:does|did|is) (?:exactly )?what i (?:wanted|asked for|needed)\b",
+            r"\bexactly what i (?:wanted|needed|asked for)\b",
         )
     )
 )
@@ -411,9 +425,16 @@ _ASSISTANT_PARTIAL = re.compile(
     r"implemented\b"
 )
 _ASSISTANT_FAILURE = re.compile(
-    r"\bi (?:was|am|'m) (?:unable|not able) to\b|\bi (?:could not|couldn't|can't|cannot) (?:get|make|fix|resolve|"
+    r"\bi (?:was|am|'m) (?:unable|not able) to\b|\bi (?:wasn't|was not) able to\b|\bi (?:could not|couldn't|can't|"
+    r"cannot) (?:get|make|fix|resolve|"
     r"reproduce|figure out|determine|complete|finish)\b|\b(?:tests?|build|suite|it|the fix) (?:is |are )?still "
     r"(?:fail|failing|broken|erroring)\b|\bi'm stuck\b"
+)
+
+
+_SOME_OF = re.compile(
+    r"\b(?:migrated|fixed|updated|converted|ported|implemented|moved|handled|covered) (\d+) (?:of|out of) "
+    r"(?:the )?(\d+)\b"
 )
 
 
@@ -423,6 +444,9 @@ def read_assistant_report(text: str) -> tuple[Outcome, str, str] | None:
     partial = _ASSISTANT_PARTIAL.search(body)
     if partial:
         return Outcome.PARTIAL, "assistant_reports_partial", partial.group(0)
+    for some in _SOME_OF.finditer(body):
+        if int(some.group(1)) < int(some.group(2)):
+            return Outcome.PARTIAL, "assistant_reports_partial", some.group(0)
     failure = _ASSISTANT_FAILURE.search(body)
     if failure:
         return Outcome.FAILED, "assistant_reports_failure", failure.group(0)
@@ -448,6 +472,19 @@ def _decision(outcome: Outcome, rule: str, used: Sequence[Evidence], covered: Se
     return Decision(outcome, (rule, *reading), notes[:_MAX_NOTES], tuple(e.key for e in covered))
 
 
+def _compiled_later(at: int, run: CheckRun, runs: Sequence[tuple[int, CheckRun]]) -> bool:
+    """A failed build of a compiling toolchain that a later passing test run of the same toolchain compiled."""
+    return (
+        run.verdict is Verdict.FAILED
+        and run.check.kind in {BUILD, TYPECHECK}
+        and run.check.toolchain is not None
+        and any(
+            i > at and r.verdict is Verdict.PASSED and r.check.kind == TEST and r.check.toolchain == run.check.toolchain
+            for i, r in runs
+        )
+    )
+
+
 def decide(evidence: Sequence[Evidence]) -> Decision:
     """One outcome from evidence in the order it happened (see the module's docstring)."""
     feedback = [(i, e) for i, e in enumerate(evidence) if isinstance(e, Feedback)]
@@ -456,13 +493,14 @@ def decide(evidence: Sequence[Evidence]) -> Decision:
         return _decision(feedback[-1][1].outcome, "user_feedback_decides", [feedback[-1][1]], evidence)
     reports = [(i, e) for i, e in enumerate(evidence) if isinstance(e, AssistantReport)]
     if runs:
-        last: dict[str, CheckRun] = {}
+        last: dict[str, tuple[int, CheckRun]] = {}
         failed_before = False
-        for _, run in runs:
+        for i, run in runs:
             previous = last.get(run.check.family)
-            failed_before |= previous is not None and previous.verdict is Verdict.FAILED
-            last[run.check.family] = run
-        finals = list(last.values())
+            failed_before |= previous is not None and previous[1].verdict is Verdict.FAILED
+            last[run.check.family] = (i, run)
+        finals = [run for i, run in last.values() if not _compiled_later(i, run, runs)]
+        failed_before |= len(finals) < len(last)
         if all(r.verdict is Verdict.PASSED for r in finals):
             gap = [r for i, r in reports if i > runs[-1][0]]
             if gap:
@@ -470,6 +508,8 @@ def decide(evidence: Sequence[Evidence]) -> Decision:
             return _decision(Outcome.SUCCESSFUL, "checks_fixed" if failed_before else "checks_passed", finals, evidence)
         if all(r.verdict is Verdict.FAILED for r in finals):
             return _decision(Outcome.FAILED, "checks_failed", finals, evidence)
+        if any(r.verdict is Verdict.FAILED and r.check.kind == TEST for r in finals):
+            return _decision(Outcome.FAILED, "tests_failed", finals, evidence)
         return _decision(Outcome.PARTIAL, "checks_mixed", finals, evidence)
     if reports:
         report = reports[-1][1]

@@ -33,6 +33,8 @@ CHECKS = [
     ("mvn -q clean install", "maven", "build"),
     ("mvn test -Dtest=AuthTest", "maven", "test"),
     ("./gradlew :app:test", "gradle", "test"),
+    ("./gradlew assembleDebug", "gradle", "build"),
+    ("./gradlew testDebugUnitTest lintDebug", "gradle", "test"),
     ("dotnet test", "dotnet test", "test"),
     ("ruff check . && mypy src", "mypy", "typecheck"),
     ("npm run build && npm test", "npm test", "test"),
@@ -67,7 +69,15 @@ NOT_CHECKS = [
 
 @pytest.mark.parametrize(("command", "family", "kind"), CHECKS)
 def test_checks(command: str, family: str, kind: str) -> None:
-    assert check_of_command(command) == Check(family, kind)
+    check = check_of_command(command)
+    assert check is not None and (check.family, check.kind) == (family, kind)
+
+
+def test_toolchains_whose_tests_compile() -> None:
+    assert check_of_command("cargo build") == Check("cargo build", "build", "cargo")
+    assert check_of_command("cargo test") == Check("cargo test", "test", "cargo")
+    assert check_of_command("go vet ./...") == Check("go vet", "lint", "go")
+    assert check_of_command("npm test") == Check("npm test", "test", None)
 
 
 @pytest.mark.parametrize("command", NOT_CHECKS)

@@ -100,6 +100,7 @@ FEEDBACK_CASES: dict[str, list[tuple[str, Outcome]]] = {
         ("Almost there, the date format is off", Outcome.PARTIAL),
         ("That fixed the crash but the tests fail now", Outcome.PARTIAL),
         ("Works, but the button is misaligned on mobile", Outcome.PARTIAL),
+        ("only half of it works: the table filters, the badge doesn't", Outcome.PARTIAL),
     ],
     "user_reports_failure": [
         ("still failing", Outcome.FAILED),
@@ -112,6 +113,9 @@ FEEDBACK_CASES: dict[str, list[tuple[str, Outcome]]] = {
         ("please revert that", Outcome.FAILED),
         ("same error as before", Outcome.FAILED),
         ("Thanks, but it still fails on CI", Outcome.FAILED),
+        ("Still getting this on staging:\n\npsycopg2.errors.UndefinedTable", Outcome.FAILED),
+        ("hmm, now the page is blank", Outcome.FAILED),
+        ("doesn't look right, the labels overlap", Outcome.FAILED),
     ],
     "user_confirms_success": [
         ("that worked, thanks!", Outcome.SUCCESSFUL),
@@ -119,6 +123,9 @@ FEEDBACK_CASES: dict[str, list[tuple[str, Outcome]]] = {
         ("ok it works! now can you add docs", Outcome.SUCCESSFUL),
         ("LGTM, ship it", Outcome.SUCCESSFUL),
         ("Looks good, but can you also add a docstring?", Outcome.SUCCESSFUL),
+        ("yep, all good now. can you commit it?", Outcome.SUCCESSFUL),
+        ("much better, thanks", Outcome.SUCCESSFUL),
+        ("that's fine, the option does what I wanted", Outcome.SUCCESSFUL),
     ],
     "user_approves": [
         ("perfect", Outcome.SUCCESSFUL),
@@ -128,6 +135,7 @@ FEEDBACK_CASES: dict[str, list[tuple[str, Outcome]]] = {
 }
 NOT_FEEDBACK = [
     "does it work now?",
+    "is it all good?",
     "make sure it works on Windows too",
     "Add a login page with email and password",
     "Can you check whether that works with Python 3.9?",
@@ -143,22 +151,26 @@ ASSISTANT_CASES: dict[str, list[tuple[str, Outcome]]] = {
     "assistant_reports_partial": [
         ("I fixed the parser; one test still fails (test_unicode) and needs a decision on NFC.", Outcome.PARTIAL),
         ("The export works for CSV. JSON export is not yet implemented.", Outcome.PARTIAL),
+        ("I've migrated 7 of the 9 endpoints; the upload ones need streaming.", Outcome.PARTIAL),
     ],
     "assistant_reports_failure": [
         ("I was unable to reproduce the bug locally.", Outcome.FAILED),
         ("Unfortunately the tests are still failing because the fixture needs a database.", Outcome.FAILED),
         ("I couldn't get the build to pass: the linker cannot find libssl.", Outcome.FAILED),
+        ("I wasn't able to change it: the code is in a vendored bundle.", Outcome.FAILED),
     ],
 }
 NOT_ASSISTANT_REPORTS = [
     "All done! The endpoint is implemented and documented.",
     "There are no remaining issues.",
     "I couldn't find any other callers, so the rename is complete.",
+    "I was able to reproduce it and fixed it.",
+    "All 9 of the 9 endpoints are migrated.",
 ]
 
 
-def run(family: str, verdict: Verdict, key: str, kind: str = "test") -> CheckRun:
-    return CheckRun(key, Check(family, kind), family, verdict, "test", "")
+def run(family: str, verdict: Verdict, key: str, kind: str = "test", toolchain: str | None = None) -> CheckRun:
+    return CheckRun(key, Check(family, kind, toolchain), family, verdict, "test", "")
 
 
 def said(outcome: Outcome, key: str) -> Feedback:
@@ -178,11 +190,24 @@ DECIDE_CASES: dict[str, list[tuple[list[Evidence], Outcome]]] = {
     "checks_fixed": [
         ([run("pytest", F, "a"), run("pytest", P, "b")], Outcome.SUCCESSFUL),
         ([said(Outcome.FAILED, "a"), run("pytest", F, "b"), run("pytest", P, "c")], Outcome.SUCCESSFUL),
+        # cargo test compiles what cargo build compiles: its pass fixes the build failure
+        (
+            [run("cargo build", F, "a", "build", "cargo"), run("cargo test", P, "b", "test", "cargo")],
+            Outcome.SUCCESSFUL,
+        ),
     ],
     "checks_passed": [([run("pytest", P, "a"), run("tsc", P, "b", "typecheck")], Outcome.SUCCESSFUL)],
     "checks_passed_with_reported_gap": [([run("pytest", P, "a"), admits(Outcome.PARTIAL, "b")], Outcome.PARTIAL)],
     "checks_failed": [([run("pytest", P, "a"), run("pytest", F, "b")], Outcome.FAILED)],
-    "checks_mixed": [([run("pytest", P, "a"), run("tsc", F, "b", "typecheck")], Outcome.PARTIAL)],
+    "checks_mixed": [
+        ([run("pytest", P, "a"), run("tsc", F, "b", "typecheck")], Outcome.PARTIAL),
+        # npm test does not build what the bundler builds: the build failure stands
+        ([run("npm run build", F, "a", "build"), run("npm test", P, "b")], Outcome.PARTIAL),
+    ],
+    "tests_failed": [
+        ([run("npm run build", P, "a", "build"), run("npm test", F, "b")], Outcome.FAILED),
+        ([run("pytest", F, "a"), run("jest", P, "b")], Outcome.FAILED),
+    ],
     "assistant_report_decides": [([run("pytest", N, "a"), admits(Outcome.FAILED, "b")], Outcome.FAILED)],
     "no_evidence": [([], Outcome.UNKNOWN), ([run("pytest", N, "a")], Outcome.UNKNOWN)],
 }
