@@ -1,10 +1,11 @@
 """``ctxbus bench outcomes``: accuracy of outcome inference on the shipped labelled transcripts.
 
-Loads ``data/outcomes/labels.jsonl`` (one ``{"file", "outcome", "category", "why"}`` per line),
+Loads ``data/outcomes/labels.jsonl`` (one ``{"file", "outcome", "category", "set", "why"}`` per line),
 reads each transcript with the same pure code the hook gateway runs
 (:func:`ctxbus.core.transcript.evidence_in`, then :func:`ctxbus.core.outcome_rules.decide`), and
 reports accuracy overall and per outcome, per-outcome precision, the confusion matrix (rows: label,
-columns: inferred), accuracy per category, which rules decided, and every mistake.
+columns: inferred), accuracy per set (A: the rules were tuned on it; B: written after, held out from
+the tuning), accuracy per category, which rules decided, and every mistake.
 
 Each transcript is judged as one window of evidence, as the gateway would if it saw the whole
 transcript at once: a prompt that follows an assistant turn is read as feedback on it (the gateway
@@ -38,7 +39,7 @@ def load_labels(directory: Path = DEFAULT_DIR) -> list[dict[str, str]]:
         try:
             record = json.loads(line)
             label = {k: str(record[k]) for k in ("file", "outcome")} | {
-                k: str(record.get(k, "")) for k in ("category", "why")
+                k: str(record.get(k, "")) for k in ("category", "set", "why")
             }
             Outcome(label["outcome"])
         except (ValueError, KeyError, TypeError) as exc:
@@ -60,6 +61,7 @@ def evaluate(directory: Path = DEFAULT_DIR) -> dict[str, Any]:
     labels = load_labels(directory)
     confusion = {t: dict.fromkeys(OUTCOMES, 0) for t in OUTCOMES}
     by_category: dict[str, list[int]] = {}
+    by_set: dict[str, list[int]] = {}
     deciding: Counter[str] = Counter()
     errors: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -67,14 +69,15 @@ def evaluate(directory: Path = DEFAULT_DIR) -> dict[str, Any]:
         decision = infer(directory / label["file"])
         predicted = decision.outcome.value
         confusion[label["outcome"]][predicted] += 1
-        tally = by_category.setdefault(label["category"], [0, 0])
-        tally[0] += predicted == label["outcome"]
-        tally[1] += 1
+        for tally in (by_category.setdefault(label["category"], [0, 0]), by_set.setdefault(label["set"], [0, 0])):
+            tally[0] += predicted == label["outcome"]
+            tally[1] += 1
         deciding[decision.rules[0]] += 1
         if predicted != label["outcome"]:
             errors.append(
                 {
                     "file": label["file"],
+                    "set": label["set"],
                     "label": label["outcome"],
                     "predicted": predicted,
                     "rules": list(decision.rules),
@@ -97,6 +100,7 @@ def evaluate(directory: Path = DEFAULT_DIR) -> dict[str, Any]:
         "accuracy": correct / len(labels) if labels else 0.0,
         "per_outcome": per_outcome,
         "confusion": confusion,
+        "per_set": {c: {"accuracy": ok / n, "n": float(n)} for c, (ok, n) in sorted(by_set.items())},
         "per_category": {c: {"accuracy": ok / n, "n": float(n)} for c, (ok, n) in sorted(by_category.items())},
         "deciding_rules": dict(deciding.most_common()),
         "errors": errors,
@@ -120,6 +124,7 @@ def print_report(result: dict[str, Any]) -> None:
     print("  " + " " * 11 + "".join(f"{o:>11s}" for o in OUTCOMES))
     for o in OUTCOMES:
         print(f"  {o:11s}" + "".join(f"{result['confusion'][o][p]:11d}" for p in OUTCOMES))
+    print("  per set: " + ", ".join(f"{c} {r['accuracy']:.3f} ({r['n']:.0f})" for c, r in result["per_set"].items()))
     print(
         "  per category: "
         + ", ".join(f"{c} {r['accuracy']:.2f} ({r['n']:.0f})" for c, r in result["per_category"].items())
@@ -129,4 +134,4 @@ def print_report(result: dict[str, Any]) -> None:
     if errors:
         print(f"  wrong ({len(errors)}):")
         for e in errors:
-            print(f"    {e['label']:>10s} -> {e['predicted']:10s} {e['file']}  [{', '.join(e['rules'])}]")
+            print(f"    {e['label']:>10s} -> {e['predicted']:10s} {e['set']} {e['file']}  [{', '.join(e['rules'])}]")
