@@ -250,6 +250,10 @@ def _package_manager(words: list[str]) -> Check | None:
     return Check(f"{pm} test" if found[0] == "test" else f"{pm} run {found[0]}", found[1])
 
 
+def _gradle_task(task: str) -> bool:
+    return any(task.startswith(prefix) for prefix, _ in _GRADLE_TASKS)
+
+
 def _build_tool(words: list[str]) -> Check | None:
     tool = words[0].rsplit("/", 1)[-1]
     targets = [w.lower() for w in words[1:] if not w.startswith("-") and "=" not in w]
@@ -258,16 +262,15 @@ def _build_tool(words: list[str]) -> Check | None:
         return Check("maven", TEST if TEST in kinds else BUILD, "maven") if kinds else None
     if tool in {"gradle", "gradlew"}:
         tasks = [t.rsplit(":", 1)[-1] for t in targets]
-        kinds = [next((k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)), None) for t in tasks]
-        found = [k for k in kinds if k is not None]
-        return Check("gradle", min(found, key=KIND_ORDER.index), "gradle") if found else None
+        task_kinds = [next(k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)) for t in tasks if _gradle_task(t)]
+        return Check("gradle", min(task_kinds, key=KIND_ORDER.index), "gradle") if task_kinds else None
     if tool in {"make", "gmake"}:
         if not targets:
             return Check("make", BUILD)
         if any(_MAKE_NOT_CHECKS.match(t) for t in targets):
             return None
-        found = _script_check(targets[-1]) or (("all", BUILD) if targets[-1] == "all" else None)
-        return Check(f"make {found[0]}", found[1]) if found else None
+        target = _script_check(targets[-1]) or (("all", BUILD) if targets[-1] == "all" else None)
+        return Check(f"make {target[0]}", target[1]) if target else None
     return None
 
 
