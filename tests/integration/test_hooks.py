@@ -263,7 +263,9 @@ async def test_session_end_publishes_an_outcome(
     event = EventDeserializer()(record.value)
     assert isinstance(event.payload, OutcomeRecorded)
     assert event.project == "acme/web" and event.session_id == "sess-9"
-    assert event.payload.source == "hook.SessionEnd" and event.payload.notes == "reason: logout"
+    # no evidence in the session: unknown, once, saying so (tests/integration/test_outcome_inference.py: with evidence)
+    assert event.payload.source == "hook.SessionEnd:no_evidence" and event.payload.outcome.value == "unknown"
+    assert event.payload.notes is not None and event.payload.notes.endswith("reason: logout")
 
 
 async def test_when_the_pipeline_is_silent_the_gateway_answers_from_the_pattern_file(

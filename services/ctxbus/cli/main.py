@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser(
         "hook",
-        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | learned-patterns",
+        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | post-tool-use | "
+        "post-tool-use-failure | learned-patterns",
     )
     for module in (
         stack_cmds,

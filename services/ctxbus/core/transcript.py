@@ -95,11 +95,14 @@ def _result_output(block: dict[str, Any], entry: Entry) -> tuple[str, bool]:
     return _text_of(block.get("content")), False
 
 
-def evidence_in(entries: Sequence[Entry], *, prompts_as_feedback: bool = False) -> list[Evidence]:
+def evidence_in(
+    entries: Sequence[Entry], *, prompts_as_feedback: bool = False, calls: dict[str, str] | None = None
+) -> list[Evidence]:
     """The evidence in ``entries``, in order: check runs (shell tool calls matched with their results),
     the final assistant message's report, and (``prompts_as_feedback``) prompts that follow an
-    assistant turn, read as feedback on it. The gateway reads prompts at UserPromptSubmit instead."""
-    calls: dict[str, str] = {}
+    assistant turn, read as feedback on it. The gateway reads prompts at UserPromptSubmit instead.
+    ``calls`` (tool-use id -> command) carries calls whose result comes in a later read; it is updated."""
+    calls = {} if calls is None else calls
     found: list[Evidence] = []
     final: tuple[int, str, str] | None = None
     answered = False

@@ -24,6 +24,8 @@ EVENTS = {
     "session-start": "SessionStart",
     "session-end": "SessionEnd",
     "stop": "Stop",
+    "post-tool-use": "PostToolUse",
+    "post-tool-use-failure": "PostToolUseFailure",
 }
 CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 DEFAULT_TIMEOUT_MS = 2_000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ def free_port() -> int:
 def run_client(
     monkeypatch: pytest.MonkeyPatch, capfdbinary: pytest.CaptureFixture[bytes], tmp_path: Path, slug: str, stdin: bytes
 ) -> tuple[int, Any, bytes]:
-    for key in [k for k in list(__import__("os").environ) if k.startswith("CTXBUS_")]:
+    for key in [k for k in os.environ if k.startswith("CTXBUS_") and k != "CTXBUS_HOOK_ENABLED"]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("CTXBUS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("CTXBUS_GATEWAY_URL", f"http://127.0.0.1:{free_port()}")  # nobody listens
@@ -42,3 +43,35 @@ def test_an_unknown_hook_name_still_exits_0_with_valid_output(
     code, out, err = run_client(monkeypatch, capfdbinary, tmp_path, "no-such-hook", b"{}")
     assert code == 0 and out == {}
     assert b"unknown hook" in err
+
+
+BASH_RESULT = json.dumps(
+    {
+        "session_id": "s1",
+        "transcript_path": "/nonexistent/s1.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest -q"},
+        "tool_response": {"stdout": "1 failed, 3 passed in 0.2s", "stderr": "", "interrupted": False},
+        "tool_use_id": "toolu_1",
+    }
+).encode()
+
+
+@pytest.mark.parametrize("slug", ["post-tool-use", "post-tool-use-failure", "stop", "session-end"])
+@pytest.mark.parametrize("stdin", [BASH_RESULT, b"", b"{not json", b"[1, 2]", b"\xff\xfe"])
+def test_outcome_hooks_answer_empty_json_when_the_gateway_is_down(
+    monkeypatch: pytest.MonkeyPatch, capfdbinary: pytest.CaptureFixture[bytes], tmp_path: Path, slug: str, stdin: bytes
+) -> None:
+    code, out, _ = run_client(monkeypatch, capfdbinary, tmp_path, slug, stdin)
+    assert code == 0 and out == {}
+    assert "gateway_unreachable" in (tmp_path / "data" / "hook.log").read_text()
+
+
+def test_disabled_hooks_answer_at_once(
+    monkeypatch: pytest.MonkeyPatch, capfdbinary: pytest.CaptureFixture[bytes], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CTXBUS_HOOK_ENABLED", "false")
+    code, out, _ = run_client(monkeypatch, capfdbinary, tmp_path, "post-tool-use", BASH_RESULT)
+    assert code == 0 and out == {}
