@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         hooks_cmds,
         library_cmds,
         memory_cmds,
+        outcome_cmds,
         replay_cmds,
         stack_cmds,
     )
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         client_cmds,
         hooks_cmds,
         agent_cmds,
+        outcome_cmds,
         gap_cmds,
         replay_cmds,
         dashboard_cmds,
