@@ -5,6 +5,7 @@ learning loop moves the injected item; feedback in the next prompt is published 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -175,3 +176,56 @@ async def test_post_tool_use_hooks_answer_valid_output_when_the_broker_path_is_s
     env = hook_env(tmp_path, CTXBUS_GATEWAY_URL="http://127.0.0.1:9", CTXBUS_HOOK_TIMEOUT_MS="500")
     done, elapsed = await asyncio.to_thread(run_hook, env, "post-tool-use", post, repo)
     assert done.returncode == 0 and json.loads(done.stdout) == {} and elapsed < 1.5
+
+
+async def test_every_hook_answers_in_time_when_the_broker_goes_away(tmp_path: Path) -> None:
+    from ctxbus.adapters.broker_embedded import EmbeddedBroker
+    from ctxbus.adapters.kafka.admin import ensure_topics
+    from ctxbus.settings import HookSettings, KafkaSettings
+
+    repo = make_repo(tmp_path, PROJECT)
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    broker = EmbeddedBroker().start()  # its own broker: this test stops it
+    try:
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            topic_prefix="gone",
+            kafka=KafkaSettings(bootstrap_servers=broker.bootstrap_servers, enable_idempotence=False),
+            gateway=GatewaySettings(port=0),
+            hook=HookSettings(timeout_ms=1_000),
+        )
+        kafka = KafkaClientConfig(settings.kafka, broker.bootstrap_servers, embedded=True)
+        await ensure_topics(kafka, Topics("gone").all(), partitions=1, replication=1)
+        stop, ports = asyncio.Event(), []
+        gateway = asyncio.create_task(run_gateway(settings, kafka, Metrics(), stop, on_ready=ports.append))
+        while not ports:
+            await asyncio.sleep(0.05)
+        broker.stop()
+        env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{ports[0]}", CTXBUS_HOOK_TIMEOUT_MS="1000")
+        turn(transcript, {"type": "user", "message": {"role": "user", "content": "fix"}})
+        post = hook_input(
+            "PostToolUse",
+            repo,
+            transcript,
+            tool_name="Bash",
+            tool_input={"command": "pytest"},
+            tool_response={"stdout": "1 failed in 0.1s"},
+            tool_use_id="t1",
+        )
+        for slug, stdin in (
+            ("post-tool-use", post),
+            ("stop", hook_input("Stop", repo, transcript)),
+            ("user-prompt-submit", hook_input("UserPromptSubmit", repo, transcript, prompt="still failing")),
+            ("session-end", hook_input("SessionEnd", repo, transcript, reason="other")),
+        ):
+            done, elapsed = await asyncio.to_thread(run_hook, env, slug, stdin, repo)
+            assert done.returncode == 0, (slug, done.stderr)
+            out = json.loads(done.stdout)
+            assert out == {} or out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit", (slug, out)
+            assert elapsed < 1.5, (slug, elapsed)
+        # the reply router's consumer does not stop cleanly without its broker (it waits for it): cancel
+        gateway.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gateway
+    finally:
+        broker.stop()
