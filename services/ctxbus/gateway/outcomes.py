@@ -132,13 +132,13 @@ class OutcomeTracker:
             window.answered = window.answered or bool(window.cursor)
         return "session_started"
 
-    async def tool_result(self, hook_input: dict[str, Any]) -> str:
+    async def tool_result(self, hook_input: dict[str, Any], timeout_s: float) -> str:
         run = tool_evidence(hook_input)
         if run is None:
             return "not_a_check"
         window = self._window(hook_input)
         async with window.lock:
-            await self._resend(window, 1.0)
+            await self._resend(window, timeout_s)
             window.pending[run.key] = run
             while len(window.pending) > MAX_WINDOW:
                 window.pending.pop(next(iter(window.pending)))
@@ -148,7 +148,7 @@ class OutcomeTracker:
         """Before the prompt's retrieval: feedback on the previous turn is published now."""
         window = self._window(hook_input)
         async with window.lock:
-            await self._resend(window, timeout_s)
+            resent = await self._resend(window, timeout_s)
             if window.turn_open:  # the previous turn was interrupted: no Stop read its evidence
                 await self._absorb(window)
             if window.cursor is None:
@@ -166,6 +166,8 @@ class OutcomeTracker:
             if feedback is None:
                 return "no_feedback"
             window.evidence.append(feedback)
+            if not resent:  # the earlier outcome goes first: the feedback waits in the window
+                return "publish_failed"
             after = f"; the previous outcome published for this session was {window.last_outcome}"
             note = "the user's next prompt, about the previous turn" + (after if window.last_outcome else "")
             return await self._publish(window, decide(window.evidence), "UserPromptSubmit", timeout_s, note)

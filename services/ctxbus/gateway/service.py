@@ -99,7 +99,7 @@ class HookGateway:
             elif event in OUTCOME_EVENTS:
                 outcome = await self._outcome(event, hook_input, budget_s)
             elif event in TOOL_EVENTS and self._outcomes is not None:
-                outcome = await self._outcomes.tool_result(hook_input)
+                outcome = await self._outcomes.tool_result(hook_input, budget_s)
             else:
                 outcome = "ignored"
         self._metrics.gateway_requests.labels(event, outcome).inc()

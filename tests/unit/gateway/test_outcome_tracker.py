@@ -65,7 +65,7 @@ def outcomes(recorder: Recorder) -> list[tuple[str, str]]:
 async def test_a_piped_test_failure_then_stop_publishes_failed(
     tracker: OutcomeTracker, recorder: Recorder, transcript: Path
 ) -> None:
-    assert await tracker.tool_result(post_tool_use(transcript, "toolu_1", FAIL)) == "evidence_recorded"
+    assert await tracker.tool_result(post_tool_use(transcript, "toolu_1", FAIL), 1.0) == "evidence_recorded"
     assert await tracker.stop(hook("Stop", transcript), 1.0) == "outcome_published"
     (event,) = recorder.events
     assert event.project == PROJECT and event.session_id == "s1"
@@ -80,7 +80,7 @@ async def test_the_transcript_order_wins_over_the_order_hooks_arrive_in(
 ) -> None:
     # the failed run (exit 1) reached no PostToolUse hook; the transcript holds it, before the pass
     await tracker.prompt(hook("UserPromptSubmit", transcript, prompt="fix the reset test"), 1.0)
-    await tracker.tool_result(post_tool_use(transcript, "toolu_2", PASS))
+    await tracker.tool_result(post_tool_use(transcript, "toolu_2", PASS), 1.0)
     append(transcript, prompt("fix the reset test"), bash("toolu_1"), result("toolu_1", FAIL, 1))
     append(transcript, bash("toolu_2"), result("toolu_2", PASS), say("Fixed."))
     await tracker.stop(hook("Stop", transcript), 1.0)
@@ -210,9 +210,9 @@ async def test_a_failed_publish_is_sent_again_unchanged_before_anything_else(
     tracker: OutcomeTracker, recorder: Recorder, transcript: Path
 ) -> None:
     recorder.fail = 1
-    await tracker.tool_result(post_tool_use(transcript, "t1", FAIL))
+    await tracker.tool_result(post_tool_use(transcript, "t1", FAIL), 1.0)
     assert await tracker.stop(hook("Stop", transcript), 1.0) == "publish_failed"
-    await tracker.tool_result(post_tool_use(transcript, "t2", PASS))  # the next hook of the session resends it
+    await tracker.tool_result(post_tool_use(transcript, "t2", PASS), 1.0)  # the next hook of the session resends it
     await tracker.stop(hook("Stop", transcript), 1.0)
     assert outcomes(recorder) == [("failed", "hook.Stop:checks_failed"), ("successful", "hook.Stop:checks_passed")]
     assert recorder.events[0].event_id == outcome_event_id(PROJECT, "s1", ("t1",))
@@ -224,11 +224,11 @@ async def test_late_duplicates_other_tools_and_non_checks(
 ) -> None:
     append(transcript, prompt("run tests"), bash("t1"), result("t1", PASS))
     await tracker.stop(hook("Stop", transcript), 1.0)
-    assert await tracker.tool_result(post_tool_use(transcript, "t1", PASS)) == "evidence_recorded"
+    assert await tracker.tool_result(post_tool_use(transcript, "t1", PASS), 1.0) == "evidence_recorded"
     assert await tracker.stop(hook("Stop", transcript), 1.0) == "no_evidence"  # t1 was counted already
     read: dict[str, Any] = {**post_tool_use(transcript, "t3", PASS), "tool_name": "Read"}
-    assert await tracker.tool_result(read) == "not_a_check"
-    assert await tracker.tool_result(post_tool_use(transcript, "t4", FAIL, command="grep -rn FAILED .")) == (
+    assert await tracker.tool_result(read, 1.0) == "not_a_check"
+    assert await tracker.tool_result(post_tool_use(transcript, "t4", FAIL, command="grep -rn FAILED ."), 1.0) == (
         "not_a_check"
     )
     assert len(recorder.events) == 1
@@ -244,7 +244,22 @@ async def test_post_tool_use_failure_input(tracker: OutcomeTracker, recorder: Re
         error="Exit code 101\nerror[E0382]: use of moved value: `config`",
         is_interrupt=False,
     )
-    assert await tracker.tool_result(failure) == "evidence_recorded"
+    assert await tracker.tool_result(failure, 1.0) == "evidence_recorded"
     await tracker.stop(hook("Stop", transcript), 1.0)
     assert outcomes(recorder) == [("failed", "hook.Stop:checks_failed")]
     assert "failure_summary" in (recorder.events[0].payload.notes or "")
+
+
+async def test_feedback_waits_while_an_earlier_outcome_cannot_be_sent(
+    tracker: OutcomeTracker, recorder: Recorder, transcript: Path
+) -> None:
+    append(transcript, prompt("fix"), bash("t1"), result("t1", FAIL, 1), say("Still red."))
+    recorder.fail = 2  # the Stop's outcome and its first resend
+    assert await tracker.stop(hook("Stop", transcript), 1.0) == "publish_failed"
+    assert await tracker.prompt(hook("UserPromptSubmit", transcript, prompt="that worked"), 1.0) == "publish_failed"
+    append(transcript, prompt("that worked"), say("Great."))
+    await tracker.stop(hook("Stop", transcript), 1.0)  # the first outcome, then the feedback, in that order
+    assert outcomes(recorder) == [
+        ("failed", "hook.Stop:checks_failed"),
+        ("successful", "hook.Stop:user_feedback_decides"),
+    ]
