@@ -339,6 +339,7 @@ async def run_gateway(
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
@@ -347,7 +348,8 @@ async def run_gateway(
         ReplyRouter(config, topics.context_injected) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library)
+        outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,
