@@ -177,12 +177,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
             ),
-            # the store has one owner: memory sent through the bus is stored by this process
+            # the store has one owner: memory sent through the bus is stored by this process, which answers
+            # every upsert once its items are searchable
             RunnerSpec(
                 "memory",
-                MemoryUpsertHandler(res.embedder, res.store),
+                MemoryUpsertHandler(res.embedder, res.store, topics),
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
+                (topics.memory_stored,),
             ),
             # ... and so is what outcomes teach about the injected items
             RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxbus.memory.ingest import near_duplicates, numbers, opposite
+from ctxbus.memory.near_copies import near_duplicates, numbers, opposite
 
 
 def test_numbers_carry_their_units() -> None:
