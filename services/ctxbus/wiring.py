@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import structlog
 
@@ -310,12 +311,21 @@ async def run_gateway(
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
     async with publisher_for(config, "gateway") as publisher, ReplyRouter(config, topics.context_injected) as router:
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library)
+        patterns = PatternSync(
+            config,
+            topics,
+            publisher,
+            state_dir=settings.data_dir / "pattern-sync",
+            patterns_file=settings.hook.patterns_file,
+            home=Path.home(),
+        )
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, patterns)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,
@@ -330,3 +340,4 @@ async def run_gateway(
             await stop.wait()
         finally:
             await server.stop()
+            await patterns.close()

@@ -25,6 +25,7 @@ from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.library import LibraryRoutes
+from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
 from ctxbus.hooks.project import project_for
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
@@ -50,8 +51,10 @@ class HookGateway:
         router: ReplyRouter,
         metrics: Metrics,
         library: LibraryRoutes | None = None,
+        patterns: PatternSync | None = None,
     ) -> None:
         self._library = library
+        self._patterns = patterns
         self._settings = settings
         self._topics = topics
         self._publisher = publisher
@@ -104,6 +107,8 @@ class HookGateway:
     async def _context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> tuple[dict[str, Any], str]:
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         project = project_for(cwd)
+        if self._patterns is not None and event == "SessionStart":  # the project's pattern file feeds the store
+            budget_s = await self._patterns.at_session_start(cwd, project, budget_s)
         try:
             payload = request_for(hook_input, self._settings)
         except (HookInputError, ValueError) as exc:
@@ -123,6 +128,8 @@ class HookGateway:
         finally:
             self._router.forget(request.correlation_id)
         context = injected.payload.context
+        if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
+            context = self._file_fallback(cwd)
         log.info(
             "hook_answered",
             project=project,
