@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from qdrant_client import QdrantClient
@@ -95,15 +96,16 @@ def test_a_near_duplicate_is_kept_in_the_cluster_of_the_item_it_restates(
         assert hits[0].item.id == item_id
 
 
-def test_other_projects_kinds_and_clustering_off_stay_separate_clusters(
+def test_other_projects_kinds_and_clustering_off_stay_separate(
     store: VectorStore, embedder: OnnxMiniLmEmbedder
 ) -> None:
     ingest([mem("m1", MIGRATION)], embedder, store)
     other = ingest([mem("m1", MIGRATION, project="other"), mem("w1", MIGRATION, kind="warning")], embedder, store)
-    off = ingest([mem("m9", MIGRATION_AGAIN)], embedder, store, near_duplicate=None)
-    assert [r.cluster_id for r in (*other.results, *off.results)] == ["m1", "w1", "m9"]
-    assert [r.action for r in (*other.results, *off.results)] == [Action.ADDED] * 3
-    assert (store.count("acme"), store.count("other")) == (3, 1)
+    # off (benchmarks' templated corpora): no clustering, and not even exact copies merge
+    off = ingest([mem("m9", MIGRATION_AGAIN), mem("m8", MIGRATION)], embedder, store, near_duplicate=None)
+    assert [r.cluster_id for r in (*other.results, *off.results)] == ["m1", "w1", "m9", "m8"]
+    assert [r.action for r in (*other.results, *off.results)] == [Action.ADDED] * 4
+    assert (store.count("acme"), store.count("other")) == (4, 1)
 
 
 def test_within_one_batch_exact_copies_merge_near_copies_cluster_and_same_id_replaces(
@@ -189,6 +191,36 @@ def test_progress_is_reported_and_a_bad_threshold_is_refused(store: VectorStore,
     seen: list[tuple[int, int]] = []
     items = [mem(f"t{n}", f"Turn number {n} of a long conversation about topic {n}.") for n in range(70)]
     ingest(items, embedder, store, progress=lambda done, total: seen.append((done, total)))
-    assert seen == [(64, 70), (70, 70)]
+    assert seen == [(0, 70), (64, 70), (70, 70)]
     with pytest.raises(ValueError, match="near_duplicate"):
         ingest([mem("m1", MIGRATION)], embedder, store, near_duplicate=1.5)
+
+
+class Geometry:
+    """An embedder with hand-placed vectors: A~B and B~C are near copies (cosine 0.8), A and C are not (0.5)."""
+
+    model_id = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
+    dim = 384
+    max_tokens = 256
+    PLACES: ClassVar[dict[str, tuple[float, float, float]]] = {
+        "alpha": (1.0, 0.0, 0.0),
+        "beta": (0.8, 0.6, 0.0),
+        "gamma": (0.5, 2 / 3, (1 - 0.25 - 4 / 9) ** 0.5),
+    }
+
+    def embed(self, texts: object) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]  # type: ignore[attr-defined]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [*self.PLACES[text.split(maxsplit=1)[0]], *([0.0] * (self.dim - 3))]
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_clusters_do_not_chain(store: VectorStore) -> None:
+    geometry = Geometry()
+    report = ingest([mem("a", "alpha note"), mem("b", "beta note")], geometry, store)  # type: ignore[arg-type]
+    later = ingest([mem("c", "gamma note")], geometry, store)  # type: ignore[arg-type]
+    # b restates a; c restates b but not a: c is not pulled into a's cluster through b
+    assert [r.cluster_id for r in (*report.results, *later.results)] == ["a", "a", "c"]

@@ -13,8 +13,8 @@ For each incoming item, in order:
 Near duplicates are never merged: that would make one of two memories unretrievable because it looks like the
 other. An added item, or a replaced one whose text changed, joins the *cluster* of its nearest near duplicate
 (same project and kind, cosine of the embedded texts at least ``near_duplicate``, the same numbers with their
-units and no opposite sides: :mod:`ctxbus.memory.near_copies`), else it is its own cluster (cluster id = its
-id). Every item stays searchable; the retriever collapses a cluster into its best member only where copies cost
+units and no opposite sides: :mod:`ctxbus.memory.near_copies`) when it is also a near copy of the item that
+founded that cluster (no chains), else it is its own cluster (cluster id = its id). Every item stays searchable; the retriever collapses a cluster into its best member only where copies cost
 something, in an injected context (:mod:`ctxbus.core.collapse`). An item stored before clusters existed has no
 cluster id and is its own cluster: nothing to migrate.
 
@@ -221,7 +221,10 @@ class _Ingest:
             if (stored.project, stored.id) not in in_batch
         ]
         near = [(s, o) for s, o in candidates if near_duplicates(item.content, o.content, s, self.threshold)]
-        return min(near, key=lambda n: (-n[0], n[1].id), default=None)
+        # no chains: an item joins a cluster only when it is a near copy of the item that founded it (so a cluster
+        # never drifts from "A restated" to "B, which looks like a restatement of A's restatement")
+        founders = {o.cluster for _, o in near if o.cluster == o.id}
+        return min((n for n in near if n[1].cluster in founders), key=lambda n: (-n[0], n[1].id), default=None)
 
     def place(self, incoming: MemoryItem, vector: Vector) -> ItemResult:
         key = (incoming.project, incoming.id)
@@ -229,7 +232,7 @@ class _Ingest:
         # what outcomes taught about an item stays when it is re-imported (feedback is learned, never imported);
         # the cluster is ingestion's to assign, whatever the input says
         item = incoming.model_copy(update={"feedback": previous.feedback if previous else incoming.feedback})
-        if previous is None:
+        if previous is None and self.threshold is not None:
             existing = self.exact_duplicate(item, vector)
             if existing is not None:
                 merged = merged_item(existing, item)
@@ -262,7 +265,8 @@ def ingest(
     near_duplicate: float | None = DEFAULT_NEAR_DUPLICATE,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Embed and store ``items`` (see the module doc); ``near_duplicate`` None: every item is its own cluster.
+    """Embed and store ``items`` (see the module doc); ``near_duplicate`` None: no merging and no clustering, every
+    item is stored as itself (benchmarks' templated corpora).
 
     ``progress(done, total)`` is called as items are embedded and placed.
     """
@@ -272,6 +276,8 @@ def ingest(
         raise ValueError(f"near_duplicate must be in (0, 1], got {near_duplicate}")
     run = _Ingest(embedder, store, near_duplicate)
     results: list[ItemResult] = []
+    if progress is not None:
+        progress(0, len(items))
     for start in range(0, len(items), EMBED_CHUNK):
         chunk = items[start : start + EMBED_CHUNK]
         vectors = embedder.embed([item.embedding_text() for item in chunk])

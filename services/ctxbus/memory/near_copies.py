@@ -43,9 +43,20 @@ NEGATIONS = frozenset(
 )
 
 
+#: Numbers written as words ("eleven miles" and "eighteen miles" are different facts too); not "one", "once",
+#: "first" or "second", which are mostly pronouns and adverbs ("an old one", "first run the tests").
+NUMBER_WORDS = frozenset(
+    "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "  # noqa: SIM905
+    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "third fourth fifth sixth seventh eighth ninth tenth twice".split()
+)
+
+
 def numbers(text: str) -> frozenset[str]:
-    """The numbers a text states, with their units (pool sizes, timeouts, versions)."""
-    return frozenset(f"{n} {u}" if u else n for n, u in _NUMBER.findall(text.lower()))
+    """The numbers a text states, with their units (pool sizes, timeouts, versions), and numbers in words."""
+    lowered = text.lower()
+    digits = {f"{n} {u}" if u else n for n, u in _NUMBER.findall(lowered)}
+    return frozenset(digits | (NUMBER_WORDS & set(_WORD.findall(lowered.replace("-", " ")))))
 
 
 def sides(text: str) -> tuple[int, ...]:
@@ -55,7 +66,9 @@ def sides(text: str) -> tuple[int, ...]:
 
 
 def negated(text: str) -> bool:
-    return bool(NEGATIONS & set(_WORD.findall(text.lower())))
+    """Whether the text negates what it says: a negation word, or any "n't" ("hasn't", "isn't", "won't")."""
+    words = set(_WORD.findall(text.lower().replace("\u2019", "'")))
+    return bool(NEGATIONS & words) or any(w.endswith("n't") for w in words)
 
 
 def opposite(a: str, b: str) -> bool:
