@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 from typing import TextIO
@@ -48,6 +49,10 @@ def configure_logging(level: str = "INFO", fmt: str = "json", stream: TextIO | N
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+class MetricsListenError(RuntimeError):
+    """``/metrics`` cannot be served where it was told to (the port is taken, the address is not local)."""
 
 
 class Metrics:
@@ -127,7 +132,8 @@ class Metrics:
         self.gateway_requests = Counter(
             "ctxbus_gateway_requests_total",
             "Hook calls answered by the gateway, by hook event and outcome "
-            "(injected, empty, timeout_fallback, bus_error_fallback, bad_input, outcome_published, ignored, disabled)",
+            "(injected, empty, timeout_fallback, bus_error_fallback, oversize_fallback, bad_input, outcome_published, "
+            "ignored, disabled)",
             ["event", "outcome"],
             registry=r,
         )
@@ -140,6 +146,16 @@ class Metrics:
         )
 
     def serve(self, host: str, port: int) -> int:
-        """Serve ``/metrics`` over HTTP; returns the bound port (``port=0`` picks one)."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        """Serve ``/metrics`` over HTTP; returns the bound port (``port=0`` picks one).
+
+        Raises MetricsListenError (naming host and port) when it cannot listen there.
+        """
+        try:
+            server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror or exc})"
+            raise MetricsListenError(
+                f"the metrics port {port} on {host} {reason}: "
+                "set CTXBUS_SERVICE_METRICS_PORT to a free port (0 picks one)"
+            ) from exc
         return int(server.server_port)

@@ -20,6 +20,7 @@ from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
+from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader
 from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
@@ -229,8 +230,11 @@ async def _when_ready(runners: list[ConsumerRunner], on_ready: Callable[[], None
 
 
 @contextlib.asynccontextmanager
-async def publisher_for(config: KafkaClientConfig, client_id: str) -> AsyncIterator[EventPublisher]:
-    publisher = EventPublisher(config, client_id)
+async def publisher_for(
+    config: KafkaClientConfig, client_id: str, topics: Topics | None = None
+) -> AsyncIterator[EventPublisher]:
+    """A started publisher; with ``topics`` it announces its schemas on the schemas topic first."""
+    publisher = EventPublisher(config, client_id, schemas_topic=topics.schemas if topics else None)
     await publisher.start()
     try:
         yield publisher
@@ -256,7 +260,8 @@ async def run_services(
     topics = Topics(settings.topic_prefix)
     res = resources or Resources(settings=settings, metrics=metrics)
     try:
-        async with publisher_for(config, "+".join(names)) as publisher:
+        async with publisher_for(config, "+".join(names), topics) as publisher:
+            schemas = SchemaTopicReader(config, topics.schemas)
             runners = [
                 ConsumerRunner(
                     name=spec.name,
@@ -270,6 +275,7 @@ async def run_services(
                     settings=settings.service,
                     metrics=metrics,
                     output_topics=spec.outputs,
+                    schemas=schemas,
                 )
                 for name in names
                 for spec in build_runners(name, res, topics)
@@ -315,7 +321,10 @@ async def run_gateway(
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
-    async with publisher_for(config, "gateway") as publisher, ReplyRouter(config, topics.context_injected) as router:
+    async with (
+        publisher_for(config, "gateway", topics) as publisher,
+        ReplyRouter(config, topics.context_injected) as router,
+    ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
         patterns = PatternSync(
             config,

@@ -11,17 +11,20 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.stored_replies import StoredReplies, publish_upserts, upsert_events
+from ctxbus.adapters.kafka.stored_replies import StoredReplies, send_upserts
 from ctxbus.api import Memory
 from ctxbus.cli.main import main
-from ctxbus.contract.payloads import MemoryAction
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import MemoryAction, MemoryUpserted
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.memory.jsonl_file import parse_jsonl
@@ -39,8 +42,11 @@ TURNS = Path(__file__).resolve().parents[1] / "data" / "conversation_turns.jsonl
 
 
 @pytest.fixture
-def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    """The CLI's environment pointing at this test's broker, topics and data dir, with a live runtime file."""
+def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """The CLI's environment pointing at this test's broker, topics and data dir, with a live runtime file.
+
+    The store's owner runs in this test's process; the runtime file names a stand-in process whose command line
+    says ctxbus, as the CLI checks (a recycled pid of another program is not a running stack)."""
     for name in [n for n in os.environ if n.startswith("CTXBUS_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("CTXBUS_DATA_DIR", str(settings.data_dir))
@@ -48,10 +54,14 @@ def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     monkeypatch.setenv("CTXBUS_KAFKA_BOOTSTRAP_SERVERS", settings.kafka.bootstrap_servers)
     monkeypatch.setenv("CTXBUS_KAFKA_ENABLE_IDEMPOTENCE", "false")
     monkeypatch.setenv("CTXBUS_KAFKA_FETCH_MAX_WAIT_MS", "5")
-    RuntimeInfo(os.getpid(), settings.kafka.bootstrap_servers, False, 0, 0, settings.topic_prefix, "now").write(
-        settings.runtime_file
-    )
-    return settings
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "ctxbus-stack-stand-in"])
+    try:
+        info = RuntimeInfo(stand_in.pid, settings.kafka.bootstrap_servers, False, 0, 0, settings.topic_prefix, "now")
+        info.write(settings.runtime_file)
+        yield settings
+    finally:
+        stand_in.kill()
+        stand_in.wait(10)
 
 
 def run_cli(*args: str) -> tuple[int, list[dict[str, object]], str]:
@@ -67,8 +77,8 @@ async def test_importing_through_the_bus_waits_until_every_turn_is_searchable_an
     running_pipeline: Resources, cli_env: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder
 ) -> None:
     total = len(TURNS.read_text().splitlines())
-    code, lines, _ = await asyncio.to_thread(run_cli, "memory", "import", str(TURNS), "--project", "chat")
-    assert code == 0, lines
+    code, lines, err = await asyncio.to_thread(run_cli, "memory", "import", str(TURNS), "--project", "chat")
+    assert code == 0, (lines, err)
     summary = lines[-1]
     assert summary["via"] == topics.memory_upserted and summary["confirmed"] == total
     assert (summary["added"], summary["merged"], summary["rejected"], summary["imported"]) == (total, 0, 0, total)
@@ -123,19 +133,23 @@ async def test_redelivery_and_a_restart_neither_duplicate_items_nor_answers(
     settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder
 ) -> None:
     items = parse_jsonl(TURNS, project="chat").items[:40]
-    events = upsert_events(items, project="chat", session_id="memory-import", producer="test")
+    upsert = {"project": "chat", "session_id": "memory-import", "producer": "test"}
+
+    async def redeliver(publisher: EventPublisher, events: list[Envelope[MemoryUpserted]]) -> None:
+        for event in events:  # the same events again, as a broker redelivers them
+            await publisher.publish(topics.memory_upserted, event)
+
     async with store_owner(settings, kafka, embedder) as res, EventPublisher(kafka, "test") as publisher:
         async with StoredReplies(kafka, topics.memory_stored) as replies:
-            await publish_upserts(publisher, topics.memory_upserted, events, replies)
+            events = await send_upserts(publisher, topics.memory_upserted, items, replies=replies, **upsert)
             assert await replies.wait(60)
         assert res.store is not None and res.store.count("chat") == 40
-        await publish_upserts(publisher, topics.memory_upserted, events, None)  # redelivered as is
+        await redeliver(publisher, events)
     # restarted: the owner learns from its answers what it already answered
     async with store_owner(settings, kafka, embedder) as res, EventPublisher(kafka, "test") as publisher:
-        await publish_upserts(publisher, topics.memory_upserted, events, None)
-        again = upsert_events(items, project="chat", session_id="memory-import", producer="test")  # a new import
-        async with StoredReplies(kafka, topics.memory_stored) as replies:
-            await publish_upserts(publisher, topics.memory_upserted, again, replies)
+        await redeliver(publisher, events)
+        async with StoredReplies(kafka, topics.memory_stored) as replies:  # a new import of the same items
+            again = await send_upserts(publisher, topics.memory_upserted, items, replies=replies, **upsert)
             assert await replies.wait(60)
         (answer,) = replies.answers.values()
         assert {r.action for r in answer.payload.results} == {MemoryAction.REPLACED}

@@ -68,8 +68,9 @@ def cmd_attempt_record(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
 
     async def publish() -> None:
-        async with EventPublisher(config, "cli") as publisher:
-            await publisher.publish(Topics(settings.topic_prefix).attempt_recorded, event)
+        topics = Topics(settings.topic_prefix)
+        async with EventPublisher(config, "cli", schemas_topic=topics.schemas) as publisher:
+            await publisher.publish(topics.attempt_recorded, event)
 
     asyncio.run(publish())
     print(json.dumps({"published": str(event.event_id), "task_id": args.task, "attempt": args.attempt}))

@@ -55,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxbus.hooks.client import main as hook_main  # noqa: PLC0415
 
         return hook_main(args_list[1:])
+    from ctxbus.adapters.kafka.limits import RecordTooLarge  # noqa: PLC0415  (no Kafka client import)
     from ctxbus.cli.errors import CliError  # noqa: PLC0415
 
     parser = build_parser()
@@ -64,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"ctxbus: error: {exc}", file=sys.stderr)
         return exc.code
+    except RecordTooLarge as exc:  # any command that publishes
+        print(f"ctxbus: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, publish_upserts, upsert_events
+from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.import_report import direct_report, stored_report
 from ctxbus.cli.progress import Progress
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import MemoryUpserted
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.memory.ingest import IngestReport, ingest
@@ -124,17 +126,29 @@ async def import_through_bus(
     timeout_s: float,
     progress: ProgressCallback | None = None,
 ) -> BusImport:
-    """Send the items to the store's owner (``memory.upserted``, at most MAX_ITEMS_PER_UPSERT an event); with
-    ``wait``, read its ``memory.stored`` answers (by correlation id) until all came or ``timeout_s`` passed."""
+    """Send the items to the store's owner (``memory.upserted``, at most MAX_ITEMS_PER_UPSERT an event, halved
+    until each fits the record limit); with ``wait``, read its ``memory.stored`` answers (by correlation id) until
+    all came or ``timeout_s`` passed."""
     config = kafka_config(settings)
     topics = Topics(settings.topic_prefix)
-    events = upsert_events(items, project=project, session_id="memory-import", producer="cli")
-    async with EventPublisher(config, "cli") as publisher:
+    async with EventPublisher(config, "cli", schemas_topic=topics.schemas) as publisher:
+
+        async def send(replies: StoredReplies | None) -> list[Envelope[MemoryUpserted]]:
+            return await send_upserts(
+                publisher,
+                topics.memory_upserted,
+                items,
+                project=project,
+                session_id="memory-import",
+                producer="cli",
+                replies=replies,
+            )
+
         if not wait:
-            await publish_upserts(publisher, topics.memory_upserted, events, None)
+            events = await send(None)
             return BusImport(len(events), len(items), (), complete=False)
         async with StoredReplies(config, topics.memory_stored) as replies:
-            await publish_upserts(publisher, topics.memory_upserted, events, replies)
+            events = await send(replies)
             if progress is not None:
                 progress(0, len(items))
 

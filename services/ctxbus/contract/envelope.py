@@ -71,9 +71,9 @@ _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.ite
 CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.RETRIEVAL_REQUESTED: 3,
     EventType.RETRIEVAL_COMPLETED: 3,
-    EventType.CONTEXT_INJECTED: 2,
+    EventType.CONTEXT_INJECTED: 3,
     EventType.OUTCOME_RECORDED: 1,
-    EventType.ATTEMPT_RECORDED: 1,
+    EventType.ATTEMPT_RECORDED: 2,
     EventType.MEMORY_UPSERTED: 2,
     EventType.MEMORY_STORED: 1,
 }

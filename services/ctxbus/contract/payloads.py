@@ -82,6 +82,8 @@ class RetrievalRequested(_Payload):
     prime: bool = False
     #: with ``domain``: only items of that domain are candidates (a soft boost otherwise)
     strict_domain: bool = False
+    #: when the asker stops waiting: a request read after it is answered at once as expired
+    deadline: AwareDatetime | None = None
 
     @field_validator("include")
     @classmethod

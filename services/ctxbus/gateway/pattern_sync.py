@@ -29,7 +29,7 @@ import structlog
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.stored_replies import StoredReplies, publish_upserts, upsert_events
+from ctxbus.adapters.kafka.stored_replies import StoredReplies, send_upserts
 from ctxbus.contract.payloads import MemoryAction
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks.fallback import HOME_PATTERNS
@@ -189,9 +189,16 @@ class PatternSync:
             log.warning("pattern_sync_no_patterns", project=project, skipped=bad)
             await asyncio.to_thread(self._record, project, pending, patterns=0, skipped=bad)
             return
-        events = upsert_events(parsed.items, project=project, session_id=SESSION_ID, producer=PRODUCER)
         async with StoredReplies(self._config, self._topics.memory_stored) as replies:
-            await publish_upserts(self._publisher, self._topics.memory_upserted, events, replies)
+            await send_upserts(
+                self._publisher,
+                self._topics.memory_upserted,
+                parsed.items,
+                project=project,
+                session_id=SESSION_ID,
+                producer=PRODUCER,
+                replies=replies,
+            )
             complete = await replies.wait(self._answer_timeout_s)
         results = [r for a in replies.answers.values() for r in a.payload.results]
         counts = {a.value: sum(1 for r in results if r.action is a) for a in MemoryAction}

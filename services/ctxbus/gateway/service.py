@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 from aiokafka.errors import KafkaError
 
+from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
@@ -125,6 +126,9 @@ class HookGateway:
         except KafkaError as exc:
             log.warning("hook_bus_error", project=project, error=repr(exc))
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "bus_error_fallback"
+        except RecordTooLarge as exc:  # not sent: the pattern file answers at once
+            log.warning("hook_request_too_large", project=project, bytes=exc.size, limit=exc.limit)
+            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "oversize_fallback"
         finally:
             self._router.forget(request.correlation_id)
         context = injected.payload.context

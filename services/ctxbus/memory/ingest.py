@@ -14,9 +14,10 @@ Near duplicates are never merged: that would make one of two memories unretrieva
 other. An added item, or a replaced one whose text changed, joins the *cluster* of its nearest near duplicate
 (same project and kind, cosine of the embedded texts at least ``near_duplicate``, the same numbers with their
 units and no opposite sides: :mod:`ctxbus.memory.near_copies`) when it is also a near copy of the item that
-founded that cluster (no chains), else it is its own cluster (cluster id = its id). Every item stays searchable; the retriever collapses a cluster into its best member only where copies cost
-something, in an injected context (:mod:`ctxbus.core.collapse`). An item stored before clusters existed has no
-cluster id and is its own cluster: nothing to migrate.
+founded that cluster (no chains), else it is its own cluster (cluster id = its id). Every item stays searchable;
+the retriever collapses a cluster into its best member only where copies cost something, in an injected context
+(:mod:`ctxbus.core.collapse`). An item stored before clusters existed has no cluster id and is its own cluster:
+nothing to migrate.
 
 An item that names ids in ``supersedes`` marks those items of its project ``superseded_by`` it: they stay stored
 (history), searches no longer return them. The report says what happened to every item. Replaying the same input

@@ -24,6 +24,7 @@ from datetime import datetime
 import structlog
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.lifeline import lifeline
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
 from ctxbus.replay.decode import Decoder, DecodeStats, Fact
@@ -212,7 +213,8 @@ async def _in_workers(
     joiner = Joiner()
     total = _Part([], DecodeStats(), ReadCounts())
     loop = asyncio.get_running_loop()
-    with ProcessPoolExecutor(max_workers=count, mp_context=_context()) as pool:
+    # workers die with this process, even a SIGKILLed one (ctxbus.adapters.lifeline)
+    with ProcessPoolExecutor(max_workers=count, mp_context=_context(), initializer=lifeline()) as pool:
         parts = [
             loop.run_in_executor(pool, _worker, config, topics.prefix, share, selection)
             for share in split_ranges(plan.ranges, count)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from ctxbus.contract.envelope import Envelope
@@ -28,6 +30,7 @@ def request_event() -> Envelope[RetrievalRequested]:
         mentioned_files=("src/auth/login.py",),
         trigger=Trigger.USER_PROMPT,
         strict_domain=True,
+        deadline=datetime(2026, 11, 23, 10, 0, 2, 500_000, tzinfo=UTC),
     )
     return Envelope.root(payload, project="acme/web", session_id="sess-1", producer="test")
 

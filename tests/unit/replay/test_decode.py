@@ -67,7 +67,7 @@ def test_every_stage_becomes_a_fact_with_the_envelope_and_payload_facts(decoder:
     assert stats.versions == {
         ("context.retrieval.requested", 3): 1,
         ("context.retrieval.completed", 3): 1,
-        ("context.injected", 2): 1,
+        ("context.injected", 3): 1,
         ("context.outcome.recorded", 1): 1,
     }
 
@@ -212,7 +212,7 @@ def test_events_the_report_only_counts_are_decoded_to_their_envelope(decoder: De
         producer="test",
     )
     facts, stats = decoder.decode([raw(attempt, topic=TOPICS.attempt_recorded)])
-    assert facts == [] and stats.decoded == 1 and stats.versions == {("agent.attempt.recorded", 1): 1}
+    assert facts == [] and stats.decoded == 1 and stats.versions == {("agent.attempt.recorded", 2): 1}
 
 
 def test_a_request_with_defaults_only_decodes(decoder: Decoder) -> None:

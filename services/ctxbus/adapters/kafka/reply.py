@@ -127,7 +127,10 @@ async def request_injection(
 
     TimeoutError after ``timeout_s``. Long-lived callers (the gateway) keep one router instead.
     """
-    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, client_id) as publisher:
+    async with (
+        ReplyRouter(config, topics.context_injected) as router,
+        EventPublisher(config, client_id, schemas_topic=topics.schemas) as publisher,
+    ):
         router.expect(request.correlation_id)
         await publisher.publish(topics.retrieval_requested, request)
         return await router.wait(request.correlation_id, timeout_s)

@@ -17,6 +17,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryStored, MemoryUpserted
@@ -113,28 +114,45 @@ class StoredReplies:
         return stored
 
 
-def upsert_events(
-    items: Sequence[MemoryItem], *, project: str, session_id: str, producer: str
+async def send_upserts(
+    publisher: EventPublisher,
+    topic: str,
+    items: Sequence[MemoryItem],
+    *,
+    project: str,
+    session_id: str,
+    producer: str,
+    replies: StoredReplies | None = None,
 ) -> list[Envelope[MemoryUpserted]]:
-    """The items in upsert events of at most MAX_ITEMS_PER_UPSERT, all with one correlation id (so are the answers)."""
+    """Send the items to the store's owner in upsert events of at most MAX_ITEMS_PER_UPSERT items that fit the
+    record limit (a chunk over it is halved until it fits; one item over it raises RecordTooLarge), all with one
+    correlation id (so are the answers). Each event is registered with ``replies`` (when given) before it is sent.
+    Returns the events sent, in order."""
     correlation = uuid.uuid4()
-    return [
-        Envelope.root(
-            MemoryUpserted(items=tuple(items[start : start + MAX_ITEMS_PER_UPSERT])),
+    sent: list[Envelope[MemoryUpserted]] = []
+
+    async def send(chunk: tuple[MemoryItem, ...]) -> None:
+        event = Envelope.root(
+            MemoryUpserted(items=chunk),
             project=project,
             session_id=session_id,
             producer=producer,
             correlation_id=correlation,
         )
-        for start in range(0, len(items), MAX_ITEMS_PER_UPSERT)
-    ]
-
-
-async def publish_upserts(
-    publisher: EventPublisher, topic: str, events: Sequence[Envelope[MemoryUpserted]], replies: StoredReplies | None
-) -> None:
-    """Publish the events in order, each registered with ``replies`` (when given) before it is sent."""
-    for event in events:
+        try:
+            record = publisher.prepare(topic, event)
+        except RecordTooLarge:
+            if len(chunk) == 1:
+                raise
+            half = len(chunk) // 2
+            await send(chunk[:half])
+            await send(chunk[half:])
+            return
         if replies is not None:
             replies.expect(event)
-        await publisher.publish(topic, event)
+        await publisher.send(record)
+        sent.append(event)
+
+    for start in range(0, len(items), MAX_ITEMS_PER_UPSERT):
+        await send(tuple(items[start : start + MAX_ITEMS_PER_UPSERT]))
+    return sent
