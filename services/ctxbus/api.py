@@ -11,13 +11,16 @@
             print(found.id, found.score)
         doc = memory.prime("payments", "Add refresh-token rotation", task_type="feature", domain="auth")
         print(doc["suggested_approach"])
+        memory.record_outcome("payments", "successful", session_id="s-42")   # how the session went
 
 ``search`` modes: ``ranked`` (default: the retriever's full path: task classification, the agent
 profile's policy, hybrid search, ranking; the score is the ranking's and ``breakdown`` explains it),
 ``hybrid`` (the store's fused candidates; score = reciprocal-rank fusion), ``dense`` (cosine) and
 ``sparse`` (BM25). ``prime`` returns seed 001's prime_context document, built by the injector's
-code. A Memory opened here owns the embedded store (another process holding it raises
-:class:`~ctxbus.ports.StoreBusy`); with ``CTXBUS_QDRANT_URL`` set it talks to that server instead.
+code. ``record_outcome`` records how a session or a task went: through the bus when there is one,
+else applied to this store at once (:mod:`ctxbus.learning.record`). A Memory opened here owns the
+embedded store (another process holding it raises :class:`~ctxbus.ports.StoreBusy`); with
+``CTXBUS_QDRANT_URL`` set it talks to that server instead.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ctxbus.contract.payloads import (
     Trigger,
 )
 from ctxbus.contract.topics import Topics
+from ctxbus.learning.record import OutcomeReceipt
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.model import MemoryItem
@@ -276,7 +280,10 @@ class Memory:
             RetrievalRequested.model_validate(request.model_dump())  # bounds on the budgets, as on the wire
         except ValueError as exc:
             raise QueryError(str(exc)) from exc
-        injected = await self._inject(project, request, session_id or f"api-{uuid.uuid4().hex[:12]}")
+        event = await self._inject_event(project, request, session_id or f"api-{uuid.uuid4().hex[:12]}")
+        if session_id is not None:  # a session the caller names can report its outcome: learning must know the items
+            await asyncio.to_thread(self._note_injection, event)
+        injected = event.payload
         document: dict[str, Any] = json.loads(injected.prime or "{}")
         document["context"] = injected.context
         return document
@@ -317,10 +324,74 @@ class Memory:
         return completed
 
     async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:
+        return (await self._inject_event(project, request, session_id)).payload
+
+    async def _inject_event(
+        self, project: str, request: RetrievalRequested, session_id: str
+    ) -> Envelope[ContextInjected]:
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
         completed = await self._run(event)
-        injected: ContextInjected = (await self._run(completed)).payload
+        injected: Envelope[ContextInjected] = await self._run(completed)
         return injected
+
+    # -- outcomes -------------------------------------------------------------------------------------------
+
+    def record_outcome(
+        self,
+        project: str,
+        outcome: str,
+        *,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        notes: str | None = None,
+        source: str = PRODUCER,
+    ) -> OutcomeReceipt:
+        """Record how a session or a task (exactly one) went: ``successful``, ``partial`` or ``failed``.
+
+        Published on ``ctxbus.context.outcome.recorded.v1`` when there is a broker (a configured cluster or
+        the running stack; the store's owner learns from it); else recorded in this data directory's
+        learning ledger and applied to this store at once (``via="local"``, with the counts). Raises
+        :class:`~ctxbus.learning.record.OutcomeError` for bad input or a configured broker out of reach."""
+        return self._sync(
+            self.arecord_outcome(project, outcome, session_id=session_id, task_id=task_id, notes=notes, source=source)
+        )
+
+    async def arecord_outcome(
+        self,
+        project: str,
+        outcome: str,
+        *,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        notes: str | None = None,
+        source: str = PRODUCER,
+    ) -> OutcomeReceipt:
+        """:meth:`record_outcome` for callers that already run an event loop."""
+        from ctxbus.learning import record  # noqa: PLC0415
+
+        event = record.outcome_event(
+            project, outcome, session_id=session_id, task_id=task_id, notes=notes, source=source
+        )
+        config = record.bus_of(self.settings)
+        if config is not None:
+            await record.publish(config, Topics(self.settings.topic_prefix), event, PRODUCER)
+            return record.receipt(event, "bus")
+        counted, updated = await asyncio.to_thread(record.apply_locally, self.settings, self.store, event)
+        return record.receipt(event, "local", counted, updated)
+
+    def _note_injection(self, event: Envelope[ContextInjected]) -> None:
+        """An injection this library made, in the data directory's learning ledger (outcomes count for it)."""
+        from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
+        from ctxbus.learning.handler import injection_fact  # noqa: PLC0415
+
+        fact = injection_fact(event)
+        if not fact.items:
+            return
+        ledger = LearningLedger(self.settings.learning_db)
+        try:
+            ledger.add_injection(fact)
+        finally:
+            ledger.close()
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 

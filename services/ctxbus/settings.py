@@ -183,6 +183,8 @@ class HookSettings(BaseSettings):
     #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json
     patterns_file: str = ".claude/learned_patterns.json"
     max_chars: int = Field(default=10_000, ge=100, le=10_000)
+    #: infer session outcomes from Bash results, the transcript and the next prompt (read by the gateway)
+    outcomes: bool = True
 
 
 class GatewaySettings(BaseSettings):

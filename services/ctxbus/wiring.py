@@ -27,7 +27,7 @@ from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_prototypes import build_classifier
-from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
+from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.learning.handler import LearningHandler
 from ctxbus.observability import Metrics
@@ -160,7 +160,8 @@ def injector_handler(
 
 
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
-    """The consumer loops a service runs (the injector also records agent attempts for pre-context)."""
+    """The consumer loops a service runs (the injector also records agent attempts for pre-context and
+    closes the tasks an outcome ended)."""
     s = res.settings
     if name == "retriever":
         if res.embedder is None:
@@ -207,6 +208,9 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             RunnerSpec(
                 "attempts", AttemptRecorderHandler(res.attempts), topics.attempt_recorded, EventType.ATTEMPT_RECORDED
             ),
+            RunnerSpec(
+                "task-outcomes", TaskOutcomeHandler(res.attempts), topics.outcome_recorded, EventType.OUTCOME_RECORDED
+            ),
         ]
     if name == "recorder":
         if res.record is None:
@@ -240,6 +244,10 @@ async def publisher_for(
         yield publisher
     finally:
         await publisher.stop()
+
+
+#: a project no one uses: the store's readiness check counts its items
+HEALTH_PROJECT = "__ctxbus_health__"
 
 
 async def run_services(
@@ -280,13 +288,30 @@ async def run_services(
                 for name in names
                 for spec in build_runners(name, res, topics)
             ]
+            for runner in runners:
+                metrics.health.add(f"consumer:{runner.name}", runner.readiness)
+            if res.store is not None:
+                metrics.health.add("store", _store_check(res.store))
             waiter = asyncio.create_task(_when_ready(runners, on_ready))
             try:
                 await asyncio.gather(*(r.run(stop) for r in runners))
             finally:
                 waiter.cancel()
+                for runner in runners:
+                    metrics.health.remove(f"consumer:{runner.name}")
+                metrics.health.remove("store")
     finally:
         res.close()
+
+
+def _store_check(store: VectorStore) -> Callable[[], str | None]:
+    """The store answers a count (the embedded engine at once; a Qdrant server over the network)."""
+
+    def check() -> str | None:
+        store.count(HEALTH_PROJECT)
+        return None
+
+    return check
 
 
 def _memory_of(res: Resources) -> Callable[[], Memory | None]:
@@ -317,6 +342,7 @@ async def run_gateway(
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
@@ -326,6 +352,7 @@ async def run_gateway(
         ReplyRouter(config, topics.context_injected) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
+        outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
         patterns = PatternSync(
             config,
             topics,
@@ -334,7 +361,7 @@ async def run_gateway(
             patterns_file=settings.hook.patterns_file,
             home=Path.home(),
         )
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, patterns)
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,
@@ -343,10 +370,12 @@ async def run_gateway(
         )
         port = await server.start()
         log.info("gateway_listening", host=settings.gateway.host, port=port)
+        metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
+            metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()

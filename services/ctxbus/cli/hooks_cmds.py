@@ -33,6 +33,13 @@ def register(sub: Any) -> None:
         scope.add_argument("--user", action="store_true", help="~/.claude/settings.json")
         p.add_argument("--settings-file", type=Path, help="an explicit settings file")
         p.set_defaults(handler=handler)
+        if name == "install":
+            p.add_argument(
+                "--tool-failures",
+                action="store_true",
+                help="also hook PostToolUseFailure (failed Bash commands, seen at once instead of at Stop); "
+                "only for Claude Code versions that know the event, others reject the whole settings file",
+            )
 
 
 def settings_path(args: argparse.Namespace) -> Path:
@@ -72,7 +79,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     path = settings_path(args)
     timeout_s = math.ceil(HookSettings().timeout_ms / 1000) + TIMEOUT_SLACK_S
     try:
-        merged = with_ours(_read(path), executable(), timeout_s)
+        merged = with_ours(_read(path), executable(), timeout_s, tool_failures=args.tool_failures)
     except SettingsFileError as exc:
         raise CliError(f"{path}: {exc}; not touching it") from exc
     _write(path, merged)

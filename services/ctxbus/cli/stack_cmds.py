@@ -85,6 +85,9 @@ def register(sub: Any) -> None:
 
     register_dashboard_bench(bsub)
     replay_cmds.register_bench(bsub)
+    from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
+
+    register_outcomes_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:

@@ -16,8 +16,16 @@ HOOKED_EVENTS = {
     "SessionStart": "session-start",
     "SessionEnd": "session-end",
     "Stop": "stop",
+    "PostToolUse": "post-tool-use",
 }
-_OURS = re.compile(r"(^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook\s+(user-prompt-submit|session-start|session-end|stop)\b")
+#: installed only when asked: a Claude Code that does not know an event rejects the whole settings file
+OPTIONAL_EVENTS = {"PostToolUseFailure": "post-tool-use-failure"}
+#: tool events run for Bash only (the outcome inference reads test and build commands)
+MATCHERS = {"PostToolUse": "Bash", "PostToolUseFailure": "Bash"}
+_OURS = re.compile(
+    r"(^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook\s+"
+    r"(user-prompt-submit|session-start|session-end|stop|post-tool-use-failure|post-tool-use)\b"
+)
 
 
 class SettingsFileError(ValueError):
@@ -66,10 +74,16 @@ def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def with_ours(settings: dict[str, Any], executable: str, timeout_s: int) -> dict[str, Any]:
-    """``settings`` with ctxbus's hooks installed once (an older ctxbus entry is replaced)."""
+def with_ours(
+    settings: dict[str, Any], executable: str, timeout_s: int, *, tool_failures: bool = False
+) -> dict[str, Any]:
+    """``settings`` with ctxbus's hooks installed once (an older ctxbus entry is replaced);
+    ``tool_failures`` adds PostToolUseFailure (Claude Code versions that have the event)."""
     result = without_ours(settings)
-    for event, sub in HOOKED_EVENTS.items():
+    events = {**HOOKED_EVENTS, **(OPTIONAL_EVENTS if tool_failures else {})}
+    for event, sub in events.items():
         command = f'"{executable}" hook {sub}' if " " in executable else f"{executable} hook {sub}"
-        _groups(result, event).append({"hooks": [{"type": "command", "command": command, "timeout": timeout_s}]})
+        group: dict[str, Any] = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        _groups(result, event).append(group)
     return result

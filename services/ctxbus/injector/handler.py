@@ -66,16 +66,20 @@ class InjectorHandler:
         self._precontext = precontext or PreContextPolicy()
         self._count_tokens = count_tokens
 
-    def _pre_context(self, request: RetrievalRequested) -> str:
-        """Seed 003's pre-context for retry, fallback and helper requests that name their task."""
+    def _pre_context(self, project: str, request: RetrievalRequested) -> str:
+        """Seed 003's pre-context for retry, fallback and helper requests that name their task: the
+        attempts of that task in the request's project, none once an outcome ended the task."""
         kind = PRECONTEXT_TRIGGERS.get(request.trigger)
         if kind is None or self._attempts is None or not request.task_id:
             return ""
+        task = self._attempts.task(project, request.task_id)
+        if task.closed:
+            return ""
         text = build_precontext(
             kind,
-            self._attempts.attempts(request.task_id),
+            task.attempts,
             self._precontext,
-            enabled_for_task=self._attempts.override(request.task_id),
+            enabled_for_task=task.override,
             provider=request.failed_provider,
             reason=request.failure_reason,
             count_tokens=self._count_tokens,
@@ -142,7 +146,7 @@ class InjectorHandler:
         max_chars = min(request.max_chars, self._settings.max_chars, MAX_CONTEXT_BYTES)
         max_tokens = min(request.max_tokens, self._settings.max_tokens)
         # the pre-context goes first (seed 003: at the start of the prompt) and counts against the budget
-        pre = self._pre_context(request)[: max_chars // 2]
+        pre = self._pre_context(event.project, request)[: max_chars // 2]
         result = assemble(
             hits,
             max_chars=max(1, max_chars - len(pre) - 1),
