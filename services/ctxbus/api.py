@@ -125,6 +125,8 @@ class Memory:
         topics = Topics(settings.topic_prefix)
         metrics = Metrics()  # a private registry: library calls do not touch a service's metrics
         self._retriever = retriever_handler(settings, embedder, store, topics, metrics)
+        #: search results list every near copy: collapsing them is for injected contexts (``prime``) only
+        self._searcher = self._retriever.searching()
         #: one event loop for the synchronous calls (a fresh loop and thread pool per call cost ~1 ms)
         self._runner: asyncio.Runner | None = None
         self._injector = injector_handler(settings, topics, metrics, embedder=embedder)
@@ -141,7 +143,8 @@ class Memory:
     # -- adding ---------------------------------------------------------------------------------------------
 
     def add(self, items: Iterable[MemoryItem]) -> IngestReport:
-        """Embed and store items (duplicates merge, ``supersedes`` retires; see ctxbus.memory.ingest)."""
+        """Embed and store items (exact duplicates merge, near copies are kept and clustered, ``supersedes``
+        retires; see ctxbus.memory.ingest)."""
         return ingest(list(items), self.embedder, self.store)
 
     def add_file(self, path: str | Path, *, project: str) -> tuple[IngestReport, list[LineError]]:
@@ -188,7 +191,7 @@ class Memory:
         started = time.perf_counter()
         truncated, tokens, notice = self._window(query)
         if mode == "ranked":
-            completed = await self._retrieve(project, self._request(query, k, domain, agent_role, task_type))
+            completed = await self._search(project, self._request(query, k, domain, agent_role, task_type))
             # the completed event lists items in assembly order (seed 004's head and tail first); a search is best first
             best_first = sorted(completed.items, key=lambda i: (-i.score, i.id, i.project))
             found = tuple(
@@ -304,19 +307,20 @@ class Memory:
         except ValueError as exc:
             raise QueryError(str(exc)) from exc
 
-    async def _run(self, event: Envelope[Any]) -> Envelope[Any]:
+    async def _run(self, event: Envelope[Any], *, searching: bool = False) -> Envelope[Any]:
         from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
 
-        handler = self._retriever if isinstance(event.payload, RetrievalRequested) else self._injector
+        retriever = self._searcher if searching else self._retriever
+        handler = retriever if isinstance(event.payload, RetrievalRequested) else self._injector
         try:
             (output,) = await handler(event)
         except PoisonEvent as exc:  # an unknown profile, a bad override: the caller's error
             raise QueryError(str(exc)) from exc
         return output.event
 
-    async def _retrieve(self, project: str, request: RetrievalRequested, session_id: str = "api") -> RetrievalCompleted:
+    async def _search(self, project: str, request: RetrievalRequested, session_id: str = "api") -> RetrievalCompleted:
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
-        completed: RetrievalCompleted = (await self._run(event)).payload
+        completed: RetrievalCompleted = (await self._run(event, searching=True)).payload
         return completed
 
     async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:

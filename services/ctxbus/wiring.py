@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import structlog
 
@@ -179,12 +180,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
             ),
-            # the store has one owner: memory sent through the bus is stored by this process
+            # the store has one owner: memory sent through the bus is stored by this process, which answers
+            # every upsert once its items are searchable
             RunnerSpec(
                 "memory",
-                MemoryUpsertHandler(res.embedder, res.store),
+                MemoryUpsertHandler(res.embedder, res.store, topics),
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
+                (topics.memory_stored,),
             ),
             # ... and so is what outcomes teach about the injected items
             RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),
@@ -340,6 +343,7 @@ async def run_gateway(
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
+    from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
@@ -349,7 +353,15 @@ async def run_gateway(
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
         outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes)
+        patterns = PatternSync(
+            config,
+            topics,
+            publisher,
+            state_dir=settings.data_dir / "pattern-sync",
+            patterns_file=settings.hook.patterns_file,
+            home=Path.home(),
+        )
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,
@@ -366,3 +378,4 @@ async def run_gateway(
         finally:
             metrics.health.remove("gateway")
             await server.stop()
+            await patterns.close()

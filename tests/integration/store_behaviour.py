@@ -123,6 +123,21 @@ class StoreBehaviour:
         assert (filled.count(), filled.count("acme"), filled.count("nobody")) == (5, 3, 0)
         assert "reset" not in ids(filled, embedder, "password reset", "acme")
 
+    def test_exact_text_filter_and_cluster_ids_round_trip(
+        self, store: VectorStore, embedder: OnnxMiniLmEmbedder
+    ) -> None:
+        items = [
+            mem("a", "acme", "Rotate refresh tokens on every use"),
+            mem("b", "acme", "  ROTATE refresh tokens   on every use", cluster_id="a"),
+            mem("c", "acme", "Rotate refresh tokens on every use, and revoke the old ones", cluster_id="a"),
+            mem("d", "other", "Rotate refresh tokens on every use"),
+        ]
+        store.upsert(items, embedder.embed([i.embedding_text() for i in items]))
+        same_text = ids(store, embedder, "refresh tokens", "acme", content_hash=items[0].content_hash)
+        assert sorted(same_text) == ["a", "b"]  # same normalised text, this project only
+        assert store.get("acme", ["a", "b", "c"]) == items[:3]
+        assert [i.cluster for i in store.get("acme", ["a", "b", "c"])] == ["a", "a", "a"]
+
     def test_wrong_vectors_are_refused(self, store: VectorStore) -> None:
         with pytest.raises(ValueError, match="1 items but 0 vectors"):
             store.upsert(CORPUS[:1], [])

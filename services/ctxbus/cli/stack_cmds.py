@@ -78,7 +78,7 @@ def register(sub: Any) -> None:
     ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
-    ded = bsub.add_parser("dedupe", help="near-duplicate threshold: precision and recall on labelled pairs")
+    ded = bsub.add_parser("dedupe", help="near-copy clustering threshold: precision and recall on labelled pairs")
     ded.add_argument("--json", action="store_true")
     ded.set_defaults(handler=cmd_bench_dedupe)
     from ctxbus.cli.dashboard_cmds import register_bench as register_dashboard_bench  # noqa: PLC0415

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import structlog
@@ -16,6 +17,7 @@ from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType
 from ctxbus.contract.topics import Topics
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
+from ctxbus.core.collapse import collapse_near_copies
 from ctxbus.core.fingerprint import fingerprint
 from ctxbus.core.policy import apply_plan, plan_retrieval, preserve_order
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
@@ -94,8 +96,11 @@ class RetrieverHandler:
         classifier: TaskClassifier | None = None,
         classifications: SessionClassificationCache | None = None,
         mode: SearchMode = SearchMode.HYBRID,
+        collapse: bool = True,
     ) -> None:
         self._mode = mode
+        #: collapse near copies (an injected context); off for search results (see ``searching``)
+        self._collapse = collapse
         self._embedder = embedder
         self._store = store
         self._topics = topics
@@ -106,6 +111,12 @@ class RetrieverHandler:
         self._clock = clock
         self._classifier = classifier
         self._classifications = classifications or SessionClassificationCache()
+
+    def searching(self) -> RetrieverHandler:
+        """This retriever for search results (``Memory.search``): every near copy is listed, none collapsed."""
+        twin = copy.copy(self)
+        twin._collapse = False
+        return twin
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         if not isinstance(event.payload, RetrievalRequested):
@@ -217,7 +228,12 @@ class RetrieverHandler:
             min_similarity=self._min_similarity,
             max_items=plan.candidate_limit,
         )
-        planned = preserve_order(apply_plan(ranked, plan), plan.preserve_head, plan.preserve_tail)
+        # near copies collapse into the best of their cluster (not in search results); the places freed go to the
+        # next distinct items, so the plan's cut comes after the collapse
+        kept = collapse_near_copies(
+            apply_plan(ranked, replace(plan, max_items=plan.candidate_limit)), plan.max_items, collapse=self._collapse
+        )
+        planned = preserve_order(kept, plan.preserve_head, plan.preserve_tail)
         t3 = time.perf_counter()
         self._metrics.stage.labels(SERVICE, "embed").observe(t1 - t0)
         self._metrics.stage.labels(SERVICE, "search").observe(t2 - t1)
