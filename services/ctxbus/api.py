@@ -101,6 +101,12 @@ class SearchResult:
     truncated: bool = False
     query_tokens: int = 0
     notice: str | None = None
+    #: ranked mode: the domain the ranking used and where it came from (``request`` or ``detected``)
+    domain: str | None = None
+    domain_source: str | None = None
+    #: ranked mode: the task type used (the caller's, else the classifier's) and why the result is empty
+    task_type: str | None = None
+    empty_reason: str | None = None
 
 
 def _check_query(query: str, k: int, mode: str) -> None:
@@ -169,10 +175,24 @@ class Memory:
         domain: str | None = None,
         agent_role: str = "implementer",
         task_type: str | None = None,
+        strict_domain: bool = False,
     ) -> SearchResult:
-        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first."""
+        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first.
+
+        In ranked mode ``domain`` is a ranking signal (a domain is detected when none is given) and
+        ``strict_domain=True`` makes it a filter; in the other modes a ``domain`` is always a filter.
+        """
         return self._sync(
-            self.asearch(project, query, k=k, mode=mode, domain=domain, agent_role=agent_role, task_type=task_type)
+            self.asearch(
+                project,
+                query,
+                k=k,
+                mode=mode,
+                domain=domain,
+                agent_role=agent_role,
+                task_type=task_type,
+                strict_domain=strict_domain,
+            )
         )
 
     async def asearch(
@@ -185,13 +205,22 @@ class Memory:
         domain: str | None = None,
         agent_role: str = "implementer",
         task_type: str | None = None,
+        strict_domain: bool = False,
     ) -> SearchResult:
         """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
         _check_query(query, k, mode)
         started = time.perf_counter()
         truncated, tokens, notice = self._window(query)
+        facts: dict[str, Any] = {}
         if mode == "ranked":
-            completed = await self._search(project, self._request(query, k, domain, agent_role, task_type))
+            request = self._request(query, k, domain, agent_role, task_type, strict_domain)
+            completed = await self._search(project, request)
+            facts = {
+                "domain": completed.domain,
+                "domain_source": completed.domain_source,
+                "task_type": completed.task_type.value if completed.task_type else None,
+                "empty_reason": completed.empty_reason,
+            }
             # the completed event lists items in assembly order (seed 004's head and tail first); a search is best first
             best_first = sorted(completed.items, key=lambda i: (-i.score, i.id, i.project))
             found = tuple(
@@ -213,7 +242,7 @@ class Memory:
                 for h in hits
             )
         ms = (time.perf_counter() - started) * 1000.0
-        return SearchResult(found, round(ms, 3), truncated, tokens, notice)
+        return SearchResult(found, round(ms, 3), truncated, tokens, notice, **facts)
 
     def _store_search(self, project: str, query: str, k: int, mode: SearchMode, domain: str | None) -> list[SearchHit]:
         vector = self.embedder.embed_query(query)
@@ -236,8 +265,10 @@ class Memory:
         max_items: int = 10,
         agent_role: str = "implementer",
         session_id: str | None = None,
+        strict_domain: bool = False,
     ) -> dict[str, Any]:
-        """Seed 001's prime_context: the assembled context for a task, as its JSON document."""
+        """Seed 001's prime_context: the assembled context for a task, as its JSON document
+        (``strict_domain=True``: only items of ``domain``)."""
         return self._sync(
             self.aprime(
                 project,
@@ -250,6 +281,7 @@ class Memory:
                 max_items=max_items,
                 agent_role=agent_role,
                 session_id=session_id,
+                strict_domain=strict_domain,
             )
         )
 
@@ -266,6 +298,7 @@ class Memory:
         max_items: int = 10,
         agent_role: str = "implementer",
         session_id: str | None = None,
+        strict_domain: bool = False,
     ) -> dict[str, Any]:
         """:meth:`prime` for callers that already run an event loop."""
         if not description or not description.strip():
@@ -273,7 +306,7 @@ class Memory:
         unknown = sorted(set(include or {}) - set(SECTIONS))
         if unknown:
             raise QueryError(f"unknown include section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
-        request = self._request(description, max_items, domain, agent_role, task_type).model_copy(
+        request = self._request(description, max_items, domain, agent_role, task_type, strict_domain).model_copy(
             update={"include": dict(include or {}), "prime": True, "max_tokens": max_tokens, "max_chars": max_chars}
         )
         try:
@@ -292,8 +325,15 @@ class Memory:
 
     @staticmethod
     def _request(
-        prompt: str, max_items: int, domain: str | None, agent_role: str, task_type: str | None
+        prompt: str,
+        max_items: int,
+        domain: str | None,
+        agent_role: str,
+        task_type: str | None,
+        strict_domain: bool = False,
     ) -> RetrievalRequested:
+        if strict_domain and not (domain and domain.strip()):
+            raise QueryError("strict_domain needs a domain")
         try:
             return RetrievalRequested(
                 agent_name=PRODUCER,
@@ -303,6 +343,7 @@ class Memory:
                 prompt=prompt,
                 max_items=max_items,
                 trigger=Trigger.USER_PROMPT,
+                strict_domain=strict_domain,
             )
         except ValueError as exc:
             raise QueryError(str(exc)) from exc

@@ -123,6 +123,8 @@ class InjectionSettings(BaseSettings):
     weight_conviction: float = Field(default=0.08, ge=0.0, le=100.0)
     weight_recency: float = Field(default=0.04, ge=0.0, le=100.0)
     half_life_days: float = Field(default=90.0, gt=0.0, le=36_500.0)
+    #: seed 001's task-type profiles (ctxbus.core.task_profiles); false ranks every task type as general
+    task_profiles: bool = True
 
     @field_validator("search_mode")
     @classmethod

@@ -26,6 +26,7 @@ from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
 from ctxbus.core.ranking import RankingWeights
+from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
@@ -136,6 +137,7 @@ def retriever_handler(
         clock=utc_now,
         classifier=build_classifier(embedder),
         mode=SearchMode(settings.injection.search_mode),
+        task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
     )
 
 

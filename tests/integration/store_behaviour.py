@@ -206,3 +206,18 @@ class StoreBehaviour:
         ]
         assert filled.get("acme", ["ratelimit"]) == [retired]
         assert set(ids(filled, embedder, "password reset", "acme", min_importance=0.8)) == {"reset"}
+
+    def test_a_strict_domain_filters_every_search_mode(self, filled: VectorStore, embedder: OnnxMiniLmEmbedder) -> None:
+        """``SearchQuery.domain`` (a request's strict domain) holds for the dense and the keyword half alike."""
+        text = "password reset tokens and database columns"
+        vector = embedder.embed_query(text)
+
+        def found(mode: SearchMode, domain: str | None) -> set[str]:
+            query = SearchQuery(vector=vector, project="acme", text=text, mode=mode, limit=20, domain=domain)
+            return {h.item.id for h in filled.search(query)}
+
+        for mode in SearchMode:
+            assert found(mode, None) >= {"reset", "migr"}, mode
+            assert found(mode, "database") <= {"migr", "adr"} and "migr" in found(mode, "database"), mode
+            assert found(mode, "Security") == {"reset"}, mode  # an item of several domains is in each
+            assert found(mode, "payments") == set(), mode  # a domain no item carries: nothing, not everything

@@ -57,6 +57,7 @@ QUERIES = [
         "query": "implement refresh token rotation",
         "domain": "auth",
         "category": "direct",
+        "task_type": "feature",
         "relevant": {"jwt-rotate": 3, "g-logs": 1},
     },
     {
@@ -73,6 +74,7 @@ QUERIES = [
         "query": "cache the user roles in Redis to speed up auth",
         "domain": "auth",
         "category": "outcome",
+        "task_type": "feature",
         "relevant": {"redis-roles": 3},
         "cautionary": ["redis-roles"],
     },
@@ -91,4 +93,9 @@ def test_the_benchmark_reports_quality_leaks_warnings_and_speed(tmp_path: Path) 
     assert set(quality["by_category"]) == {"direct", "keyword", "outcome"}
     assert result["speed"]["memories"] == 60 and result["speed"]["retrievals"] == 3
     assert 0 < result["speed"]["p50_ms"] <= result["speed"]["p99_ms"]
+    tasks = result["task_profiles"]
+    assert set(tasks["labelled"]) == {"feature"} and tasks["labelled"]["feature"]["queries"] == 2
+    assert {"with", "without", "better", "worse", "equal"} <= set(tasks["labelled"]["feature"])
+    assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
+    assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
     retrieval.print_report(result)  # the people's report renders

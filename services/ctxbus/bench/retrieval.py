@@ -6,7 +6,9 @@ sparse/BM25 only, and the full ranking: hybrid search + task classification + pr
 ranking, i.e. the retriever's own code through :class:`ctxbus.api.Memory`) and scored with
 recall@5, recall@10, MRR and nDCG@10, overall and by query category. It also checks what a
 demanding user would: no item of another project ever comes back, and an item a query marks
-*cautionary* (a failed approach) is, when the full ranking returns it, shown as a warning.
+*cautionary* (a failed approach) is, when the full ranking returns it, shown as a warning. Then, per
+task type, the full ranking with the task-type profiles against without them, and domain detection
+(:mod:`ctxbus.bench.retrieval_tasks`).
 
 Speed: the store is then filled with synthetic memories up to ``--scale`` items (default
 10,000) and each query is retrieved again through the full path (embed + search + rank), timed.
@@ -43,6 +45,8 @@ class LabelledQuery:
     category: str
     relevant: dict[str, int]
     cautionary: tuple[str, ...]
+    #: the task type written into the set (see its README); None: not labelled
+    task_type: str | None = None
 
 
 def load_queries(path: Path) -> list[LabelledQuery]:
@@ -61,6 +65,7 @@ def load_queries(path: Path) -> list[LabelledQuery]:
                     category=str(raw.get("category") or "uncategorised"),
                     relevant={str(k): int(v) for k, v in raw["relevant"].items()},
                     cautionary=tuple(str(c) for c in raw.get("cautionary") or ()),
+                    task_type=raw.get("task_type") or None,
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -180,6 +185,7 @@ def run(
             ingest(memories, memory.embedder, memory.store, near_duplicate=None)
             log(f"stored {len(memories)} labelled memories in {time.perf_counter() - started:.1f} s")
             quality = evaluate(memory, queries)
+            tasks = _task_profile_figures(memory, queries)
             speed_small = measure_speed(memory, queries, 1)
             started = time.perf_counter()
             fill(memory, scale, log=lambda m: None)
@@ -190,10 +196,25 @@ def run(
     return {
         "memories": len(memories),
         "quality": quality,
+        **tasks,
         "quality_at_scale": {"memories": total, "methods": scale_quality["methods"]},
         "speed_labelled_set": speed_small,
         "speed": {"memories": total, **speed},
     }
+
+
+def _task_profile_figures(memory: Any, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
+    """The task-type profiles on against off, and domain detection (:mod:`ctxbus.bench.retrieval_tasks`)."""
+    from ctxbus.api import Memory  # noqa: PLC0415
+    from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
+
+    off = memory.settings.injection.model_copy(update={"task_profiles": False})
+    plain = Memory(
+        memory.settings.model_copy(update={"injection": off}), memory.embedder, memory.store, owns_store=False
+    )
+    with plain:
+        compared = retrieval_tasks.compare(memory, plain, queries)
+    return {"task_profiles": compared, "domain_detection": retrieval_tasks.detect_domains(memory, queries)}
 
 
 def print_report(result: dict[str, Any]) -> None:
@@ -211,6 +232,10 @@ def print_report(result: dict[str, Any]) -> None:
         f"  cautionary items returned by the full ranking: {quality['cautionary_returned']}, "
         f"shown as warnings: {quality['cautionary_shown_as_warning']}"
     )
+    if "task_profiles" in result:
+        from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
+
+        retrieval_tasks.print_report(result)
     scaled = result["quality_at_scale"]
     print(
         f"  with {scaled['memories']} memories (synthetic filler added): nDCG@10 "
