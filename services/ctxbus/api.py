@@ -162,10 +162,23 @@ class Memory:
         domain: str | None = None,
         agent_role: str = "implementer",
         task_type: str | None = None,
+        abstain: bool = False,
     ) -> SearchResult:
-        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first."""
+        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first.
+
+        ``abstain`` (ranked mode): apply the injection path's relevance floor and meta-prompt recognition,
+        so the result is what would be injected (empty when the retriever would abstain)."""
         return self._sync(
-            self.asearch(project, query, k=k, mode=mode, domain=domain, agent_role=agent_role, task_type=task_type)
+            self.asearch(
+                project,
+                query,
+                k=k,
+                mode=mode,
+                domain=domain,
+                agent_role=agent_role,
+                task_type=task_type,
+                abstain=abstain,
+            )
         )
 
     async def asearch(
@@ -178,13 +191,15 @@ class Memory:
         domain: str | None = None,
         agent_role: str = "implementer",
         task_type: str | None = None,
+        abstain: bool = False,
     ) -> SearchResult:
         """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
         _check_query(query, k, mode)
         started = time.perf_counter()
         truncated, tokens, notice = self._window(query)
         if mode == "ranked":
-            completed = await self._retrieve(project, self._request(query, k, domain, agent_role, task_type))
+            request = self._request(query, k, domain, agent_role, task_type)
+            completed = await self._retrieve(project, request, abstain=abstain)
             # the completed event lists items in assembly order (seed 004's head and tail first); a search is best first
             best_first = sorted(completed.items, key=lambda i: (-i.score, i.id, i.project))
             found = tuple(
@@ -307,9 +322,16 @@ class Memory:
             raise QueryError(str(exc)) from exc
         return output.event
 
-    async def _retrieve(self, project: str, request: RetrievalRequested, session_id: str = "api") -> RetrievalCompleted:
+    async def _retrieve(
+        self, project: str, request: RetrievalRequested, session_id: str = "api", *, abstain: bool = True
+    ) -> RetrievalCompleted:
+        from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
+
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
-        completed: RetrievalCompleted = (await self._run(event)).payload
+        try:
+            completed: RetrievalCompleted = (await self._retriever.complete(event, abstain=abstain)).payload
+        except PoisonEvent as exc:  # an unknown profile, a bad override: the caller's error
+            raise QueryError(str(exc)) from exc
         return completed
 
     async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:

@@ -117,6 +117,17 @@ class InjectionSettings(BaseSettings):
     weight_conviction: float = Field(default=0.08, ge=0.0, le=100.0)
     weight_recency: float = Field(default=0.04, ge=0.0, le=100.0)
     half_life_days: float = Field(default=90.0, gt=0.0, le=36_500.0)
+    #: the relevance floor (ctxbus.core.abstain; defaults calibrated by ``ctxbus bench retrieval --calibrate``):
+    #: a request whose relevance (best cosine + weighted margin over the pack and keyword evidence) is below
+    #: this gets no items, empty reason ``nothing_relevant_enough``; -2 turns the floor off
+    min_relevance: float = Field(default=0.458, ge=-2.0, le=2.0)
+    #: the pack: how many of the best candidates' cosines the margin is measured over (median)
+    relevance_pack: int = Field(default=8, ge=2, le=100)
+    relevance_margin_weight: float = Field(default=-0.5, ge=-2.0, le=2.0)
+    relevance_keyword_weight: float = Field(default=0.2, ge=0.0, le=2.0)
+    #: system and meta prompts (task notifications, slash-command echoes, acknowledgements) get no items,
+    #: empty reason ``meta_prompt``, without embedding or search (ctxbus.core.meta_prompts)
+    skip_meta_prompts: bool = True
 
     @field_validator("search_mode")
     @classmethod

@@ -23,6 +23,7 @@ from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_prototypes import build_classifier
 from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
@@ -33,7 +34,7 @@ from ctxbus.ports import Embedder, SearchMode, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
-from ctxbus.settings import Settings
+from ctxbus.settings import InjectionSettings, Settings
 
 log = structlog.get_logger("ctxbus.wiring")
 
@@ -119,6 +120,16 @@ def ranking_weights(settings: Settings) -> RankingWeights:
     )
 
 
+def floor_policy(injection: InjectionSettings) -> FloorPolicy:
+    """The relevance floor the settings ask for (``CTXBUS_INJECTION_MIN_RELEVANCE`` and ``_RELEVANCE_*``)."""
+    return FloorPolicy(
+        min_relevance=injection.min_relevance,
+        pack_size=injection.relevance_pack,
+        margin_weight=injection.relevance_margin_weight,
+        keyword_weight=injection.relevance_keyword_weight,
+    )
+
+
 def retriever_handler(
     settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
 ) -> RetrieverHandler:
@@ -134,6 +145,8 @@ def retriever_handler(
         clock=utc_now,
         classifier=build_classifier(embedder),
         mode=SearchMode(settings.injection.search_mode),
+        floor=floor_policy(settings.injection),
+        skip_meta_prompts=settings.injection.skip_meta_prompts,
     )
 
 
