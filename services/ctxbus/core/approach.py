@@ -4,6 +4,10 @@ Three to five numbered steps, each one sentence: what worked before (the key ins
 successful learnings, best first), the established pattern to reuse (with its example file), the
 principle to keep, and the pitfalls to avoid (warnings' mitigations, most severe first). Nothing is
 invented: every step quotes an injected item, and the item ids travel with the steps.
+
+The approach never leads with a low-confidence item: steps from items below ``MIN_LEAD_CONFIDENCE``
+(seed 002's floor for injecting a pattern; 0.5 is also what an unrated item gets) come after the
+others, and without any confident item there is no approach at all.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from ctxbus.core.sections import (
 from ctxbus.memory.model import MemoryItem, Outcome, Severity
 
 MAX_STEPS = 5
+#: An item below this confidence never leads the approach (seed 002's floor for injecting a pattern).
+MIN_LEAD_CONFIDENCE = 0.7
 _SEVERITY_ORDER = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
 
 
@@ -82,6 +88,9 @@ def suggest(items: Sequence[MemoryItem]) -> Approach:
         what = first_sentence(item.title or item.content, 100).rstrip(".")
         text = f"Watch out ({severity(item).value}): {what}" + (f"; instead: {first_sentence(fix)}" if fix else ".")
         steps.append((item.id, text if text.endswith((".", "…")) else text + "."))
+    confidence = {i.id: i.confidence for i in items}
+    confident = [s for s in steps if confidence[s[0]] >= MIN_LEAD_CONFIDENCE]
+    steps = [*confident, *(s for s in steps if confidence[s[0]] < MIN_LEAD_CONFIDENCE)] if confident else []
     steps = steps[:MAX_STEPS]
     past = [i for i in items if i.kind.value == "learning"]
     return Approach(

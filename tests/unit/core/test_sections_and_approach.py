@@ -16,22 +16,40 @@ def mem(item_id: str, kind: str, content: str = "", **fields: object) -> MemoryI
     )
 
 
-OK = mem("l-ok", "learning", "Added OAuth2 login.", outcome="successful", key_insight="Start with an integration test.")
+OK = mem(
+    "l-ok",
+    "learning",
+    "Added OAuth2 login.",
+    outcome="successful",
+    key_insight="Start with an integration test.",
+    confidence=0.8,
+)
 FAILED = mem(
     "l-bad",
     "learning",
     "Cached whole user objects in Redis.",
     outcome="failed",
     lesson_learned="Cache ids, not objects.",
+    confidence=0.85,
 )
 PARTIAL = mem("l-part", "learning", "Split the monolith module.", outcome="partial")
 WARN = mem(
-    "w", "warning", "Token expiry races async calls.", severity="critical", mitigation="Check expiry after await."
+    "w",
+    "warning",
+    "Token expiry races async calls.",
+    severity="critical",
+    mitigation="Check expiry after await.",
+    confidence=0.9,
 )
 BELIEF = mem("b", "principle", "Avoid global mutable state.", tags=("avoid",), confidence=0.9)
 PRINCIPLE = mem("pr", "principle", "Validate tokens at API boundaries.", confidence=0.92)
 PATTERN = mem(
-    "pa", "pattern", "Refresh tokens in one service.", title="Token Refresh", example_reference="src/auth/t.py"
+    "pa",
+    "pattern",
+    "Refresh tokens in one service.",
+    title="Token Refresh",
+    example_reference="src/auth/t.py",
+    confidence=0.9,
 )
 ADR = mem("adr", "decision", "We use Postgres.")
 
@@ -70,6 +88,15 @@ def test_the_approach_quotes_what_worked_the_pattern_the_principle_and_the_worst
     assert approach.text.startswith("Based on 2 similar past tasks (1 successful), recommend: 1) Start with")
     assert suggest([ADR]).text == "" and suggest([]).steps == ()
     assert suggest([OK, FAILED]) == suggest([OK, FAILED])  # deterministic
+
+
+def test_the_approach_never_leads_with_a_low_confidence_item() -> None:
+    unsure = PATTERN.model_copy(update={"id": "pa-unsure", "confidence": 0.5})
+    approach = suggest([OK.model_copy(update={"confidence": 0.5}), unsure, PRINCIPLE])
+    assert approach.item_ids == ("pr", "l-ok", "pa-unsure")  # the confident principle first, the rest after it
+    assert approach.steps[0] == "Keep to: Validate tokens at API boundaries."
+    assert suggest([unsure]).steps == () and suggest([unsure]).text == ""  # nothing confident: no approach
+    assert suggest([PATTERN.model_copy(update={"confidence": 0.7})]).item_ids == ("pa",)  # the floor is inclusive
 
 
 def test_the_prime_document_has_seed_001s_shape() -> None:
