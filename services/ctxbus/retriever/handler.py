@@ -82,12 +82,6 @@ class Retrieval:
     #: the relevance floor's verdict (None: not judged) and what the store said about the candidates
     relevance: Relevance | None = None
     evidence: Evidence | None = None
-    #: the ranked hits before the floor (the same as ``hits`` when it let the request through)
-    unfloored: tuple[RankedHit, ...] = ()
-
-    @property
-    def abstained(self) -> bool:
-        return self.relevance is not None and not self.relevance.passes
 
 
 class RetrieverHandler:
@@ -289,5 +283,4 @@ class RetrieverHandler:
             notices,
             relevance=verdict,
             evidence=evidence,
-            unfloored=tuple(planned),
         )
