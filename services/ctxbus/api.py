@@ -176,11 +176,14 @@ class Memory:
         agent_role: str = "implementer",
         task_type: str | None = None,
         strict_domain: bool = False,
+        abstain: bool = False,
     ) -> SearchResult:
         """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first.
 
         In ranked mode ``domain`` is a ranking signal (a domain is detected when none is given) and
         ``strict_domain=True`` makes it a filter; in the other modes a ``domain`` is always a filter.
+        ``abstain`` (ranked mode): apply the injection path's relevance floor and meta-prompt recognition,
+        so the result is what would be injected (empty when the retriever would abstain).
         """
         return self._sync(
             self.asearch(
@@ -192,6 +195,7 @@ class Memory:
                 agent_role=agent_role,
                 task_type=task_type,
                 strict_domain=strict_domain,
+                abstain=abstain,
             )
         )
 
@@ -206,6 +210,7 @@ class Memory:
         agent_role: str = "implementer",
         task_type: str | None = None,
         strict_domain: bool = False,
+        abstain: bool = False,
     ) -> SearchResult:
         """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
         _check_query(query, k, mode)
@@ -214,7 +219,7 @@ class Memory:
         facts: dict[str, Any] = {}
         if mode == "ranked":
             request = self._request(query, k, domain, agent_role, task_type, strict_domain)
-            completed = await self._search(project, request)
+            completed = await self._search(project, request, abstain=abstain)
             facts = {
                 "domain": completed.domain,
                 "domain_source": completed.domain_source,
@@ -359,9 +364,17 @@ class Memory:
             raise QueryError(str(exc)) from exc
         return output.event
 
-    async def _search(self, project: str, request: RetrievalRequested, session_id: str = "api") -> RetrievalCompleted:
+    async def _search(
+        self, project: str, request: RetrievalRequested, session_id: str = "api", *, abstain: bool = False
+    ) -> RetrievalCompleted:
+        """A retrieval for search results (every near copy listed, none collapsed); ``abstain`` applies the floor."""
+        from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
+
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
-        completed: RetrievalCompleted = (await self._run(event, searching=True)).payload
+        try:
+            completed: RetrievalCompleted = (await self._searcher.complete(event, abstain=abstain)).payload
+        except PoisonEvent as exc:  # an unknown profile, a bad override: the caller's error
+            raise QueryError(str(exc)) from exc
         return completed
 
     async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:

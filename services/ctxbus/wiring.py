@@ -25,6 +25,7 @@ from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
@@ -36,7 +37,7 @@ from ctxbus.ports import Embedder, SearchMode, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
-from ctxbus.settings import Settings
+from ctxbus.settings import InjectionSettings, Settings
 
 log = structlog.get_logger("ctxbus.wiring")
 
@@ -122,6 +123,16 @@ def ranking_weights(settings: Settings) -> RankingWeights:
     )
 
 
+def floor_policy(injection: InjectionSettings) -> FloorPolicy:
+    """The relevance floor the settings ask for (``CTXBUS_INJECTION_MIN_RELEVANCE`` and ``_RELEVANCE_*``)."""
+    return FloorPolicy(
+        min_relevance=injection.min_relevance,
+        pack_size=injection.relevance_pack,
+        margin_weight=injection.relevance_margin_weight,
+        keyword_weight=injection.relevance_keyword_weight,
+    )
+
+
 def retriever_handler(
     settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
 ) -> RetrieverHandler:
@@ -138,6 +149,8 @@ def retriever_handler(
         classifier=build_classifier(embedder),
         mode=SearchMode(settings.injection.search_mode),
         task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
+        floor=floor_policy(settings.injection),
+        skip_meta_prompts=settings.injection.skip_meta_prompts,
     )
 
 

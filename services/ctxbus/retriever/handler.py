@@ -13,13 +13,15 @@ from datetime import datetime
 import structlog
 
 from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
-from ctxbus.contract.envelope import AnyEnvelope
-from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType
+from ctxbus.contract.envelope import AnyEnvelope, Envelope
+from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
 from ctxbus.core.collapse import collapse_near_copies
 from ctxbus.core.domains import detect_domain
 from ctxbus.core.fingerprint import fingerprint
+from ctxbus.core.meta_prompts import META_PROMPT, recognise
 from ctxbus.core.policy import apply_plan, plan_retrieval, preserve_order
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranked_items import to_payload_item
@@ -96,6 +98,9 @@ class Retrieval:
     domain: str | None = None
     domain_source: str | None = None
     task_profile: TaskTypeProfile | None = None
+    #: the relevance floor's verdict (None: not judged) and what the store said about the candidates
+    relevance: Relevance | None = None
+    evidence: Evidence | None = None
 
 
 def request_domain(request: RetrievalRequested) -> str | None:
@@ -125,11 +130,15 @@ class RetrieverHandler:
         mode: SearchMode = SearchMode.HYBRID,
         collapse: bool = True,
         task_profiles: Mapping[TaskType, TaskTypeProfile] = TASK_TYPE_PROFILES,
+        floor: FloorPolicy | None = None,
+        skip_meta_prompts: bool = False,
     ) -> None:
         self._mode = mode
         #: collapse near copies (an injected context); off for search results (see ``searching``)
         self._collapse = collapse
         self._task_profiles = task_profiles
+        self._floor = floor
+        self._skip_meta_prompts = skip_meta_prompts
         self._embedder = embedder
         self._store = store
         self._topics = topics
@@ -148,6 +157,11 @@ class RetrieverHandler:
         return twin
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        return [Output(self._topics.retrieval_completed, await self.complete(event))]
+
+    async def complete(self, event: AnyEnvelope, *, abstain: bool = True) -> Envelope[RetrievalCompleted]:
+        """The completed event for a request; ``abstain=False`` skips the relevance floor and meta-prompt
+        recognition (ranked search shows the ranking as it is; injection abstains)."""
         if not isinstance(event.payload, RetrievalRequested):
             raise PoisonEvent(f"the retriever takes retrieval requests, not {event.event_type}")
         request: RetrievalRequested = event.payload
@@ -161,15 +175,21 @@ class RetrieverHandler:
             [], 0, request.task_type, 1.0, (), domain=given, domain_source=DOMAIN_FROM_REQUEST if given else None
         )
         empty_reason: str | None = None
+        meta = self._meta_prompt(request) if abstain else None
         if not request.prompt.strip():
             empty_reason = "empty_prompt"
+        elif meta is not None:  # not a task: no embedding, no search
+            empty_reason = META_PROMPT
+            retrieval = Retrieval([], 0, request.task_type, 1.0, (), (f"{META_PROMPT}: {meta}",))
         else:
             try:
-                retrieval = await asyncio.to_thread(self._retrieve, event.project, event.session_id, request, profile)
+                retrieval = await asyncio.to_thread(
+                    self.retrieve, event.project, event.session_id, request, profile, abstain=abstain
+                )
             except (OSError, TimeoutError) as exc:
                 raise RetriableError(f"vector store unavailable: {exc}") from exc
             if not retrieval.hits:
-                empty_reason = "no_memories_in_project" if not retrieval.candidates else "nothing_relevant_enough"
+                empty_reason = "no_memories_in_project" if not retrieval.candidates else NOTHING_RELEVANT_ENOUGH
                 if not retrieval.candidates and strict_domain(request):
                     empty_reason = NO_MEMORIES_IN_DOMAIN
         items: tuple[RankedItem, ...] = tuple(to_payload_item(h) for h in retrieval.hits)
@@ -211,9 +231,18 @@ class RetrieverHandler:
             task_type=retrieval.task_type,
             domain=retrieval.domain,
             fingerprint=mix.hash,
+            empty_reason=empty_reason,
+            relevance=round(retrieval.relevance.score, 4) if retrieval.relevance else None,
             ms=round(elapsed_ms, 2),
         )
-        return [Output(self._topics.retrieval_completed, event.caused(completed, producer=SERVICE))]
+        return event.caused(completed, producer=SERVICE)
+
+    def _meta_prompt(self, request: RetrievalRequested) -> str | None:
+        """The kind of meta prompt a user's prompt is (task notification, command echo, ...), if it is one."""
+        if not self._skip_meta_prompts or request.trigger is not Trigger.USER_PROMPT:
+            return None
+        kind = recognise(request.prompt)
+        return kind.value if kind is not None else None
 
     def _task_type(
         self, session_id: str, request: RetrievalRequested, vector: list[float]
@@ -240,9 +269,16 @@ class RetrieverHandler:
         detected = detect_domain(request.prompt, files, vocabulary).domain
         return detected, DOMAIN_DETECTED if detected else None
 
-    def _retrieve(
-        self, project: str, session_id: str, request: RetrievalRequested, profile: ContextProfile
+    def retrieve(
+        self,
+        project: str,
+        session_id: str,
+        request: RetrievalRequested,
+        profile: ContextProfile,
+        *,
+        abstain: bool = True,
     ) -> Retrieval:
+        """Embed, search, rank and plan one request (blocking); with ``abstain`` the relevance floor judges it."""
         t0 = time.perf_counter()
         text = query_text(request)
         vector = self._embedder.embed_query(text)
@@ -295,17 +331,34 @@ class RetrieverHandler:
         )
         # near copies collapse into the best of their cluster (not in search results); the places freed go to the
         # next distinct items, so the plan's cut comes after the collapse
-        kept = collapse_near_copies(
+        collapsed = collapse_near_copies(
             apply_plan(ranked, replace(plan, max_items=plan.candidate_limit)), plan.max_items, collapse=self._collapse
         )
-        planned = preserve_order(kept, plan.preserve_head, plan.preserve_tail)
+        planned = preserve_order(collapsed, plan.preserve_head, plan.preserve_tail)
         planned = limit_examples(planned, task_profile)
+        # the floor judges what the main search found (what it was calibrated on), not the task prefetch
+        evidence = Evidence.of(hits)
+        floor = self._floor if abstain and self._floor is not None and applies(request.trigger, self._floor) else None
+        verdict = relevance(evidence, floor) if floor is not None else None
+        kept = planned
+        if verdict is not None:
+            if verdict.passes:
+                kept = [RankedHit(h.item, h.score, {**h.breakdown, **verdict.breakdown()}) for h in planned]
+            else:
+                kept = []
+                notices = (*notices, verdict.explain())
+                log.info(
+                    "abstained",
+                    project=project,
+                    why=verdict.explain(),
+                    dropped=[(h.item.id, round(h.breakdown.get("cosine", 0.0), 3)) for h in planned[:5]],
+                )
         t3 = time.perf_counter()
         self._metrics.stage.labels(SERVICE, "embed").observe(t1 - t0)
         self._metrics.stage.labels(SERVICE, "search").observe(t2 - t1)
         self._metrics.stage.labels(SERVICE, "rank").observe(t3 - t2)
         return Retrieval(
-            planned,
+            kept,
             len(candidates),
             task_type,
             confidence,
@@ -314,4 +367,6 @@ class RetrieverHandler:
             domain,
             domain_source,
             task_profile,
+            relevance=verdict,
+            evidence=evidence,
         )
