@@ -27,7 +27,7 @@ from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
-from ctxbus.settings import GatewaySettings, Settings
+from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
 
 from .kafka_io import read_all
@@ -69,7 +69,7 @@ async def gateway(
     repo = make_repo(tmp_path)
     store = open_store(settings, embedder)
     ingest(parse_pattern_file(repo / ".claude" / "learned_patterns.json", project="acme/web").items, embedder, store)
-    gw = settings.model_copy(update={"gateway": GatewaySettings(port=0)})
+    gw = settings.model_copy(update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=6_000)})
     metrics, stop, ready, ports = Metrics(), asyncio.Event(), asyncio.Event(), []
     shared = Resources(settings, metrics, embedder, store)
     services = asyncio.create_task(run_services(SERVICES, settings, kafka, metrics, stop, shared, on_ready=ready.set))
@@ -84,6 +84,14 @@ async def gateway(
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(services, gateway), 30)
+
+
+def client_env(gateway: Gateway, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The hook client's environment: this gateway, the test's data dir (where the gateway made its secret) and a
+    timeout a busy machine keeps (what is asserted is which context comes back, not how fast)."""
+    return hook_env(
+        tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}", CTXBUS_HOOK_TIMEOUT_MS="6000", **extra
+    )
 
 
 # --- the secret --------------------------------------------------------------------------------------------
@@ -155,7 +163,7 @@ async def test_a_web_page_is_refused_even_with_the_secret(
 
 async def test_the_hook_client_sends_the_secret(gateway: Gateway, tmp_path: Path) -> None:
     repo = gateway.repo
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}")  # its data dir holds the secret
+    env = client_env(gateway, tmp_path)  # its data dir holds the secret
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo), repo)
     assert "### Password reset revokes sessions" in context_of(done)
     assert not (tmp_path / "data" / "hook.log").exists()  # answered by the pipeline, nothing to report
@@ -177,7 +185,7 @@ async def test_the_project_is_the_clients_not_the_gateways(
     plain = tmp_path / "plain"  # no repository, no configuration: only the client's CTXBUS_PROJECT names acme/web
     plain.mkdir()
     monkeypatch.setenv("CTXBUS_PROJECT", "someone/else")  # the gateway's own environment must not count
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}", CTXBUS_PROJECT="acme/web")
+    env = client_env(gateway, tmp_path, CTXBUS_PROJECT="acme/web")
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(plain), plain)
     assert "### Password reset revokes sessions" in context_of(done)
     # without the client's CTXBUS_PROJECT the plain directory is its own project
@@ -200,7 +208,7 @@ async def test_long_paths_sharing_a_prefix_are_different_projects(
         id="a-only", project=project_a, kind=MemoryKind.WARNING, content="In repo-a a password reset revokes tokens."
     )
     await asyncio.to_thread(ingest, [item], embedder, gateway.store)
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}")
+    env = client_env(gateway, tmp_path)
     prompt = "Password reset should revoke the refresh tokens"
     done_a, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo_a, prompt), repo_a)
     done_b, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo_b, prompt), repo_b)
@@ -240,7 +248,7 @@ async def test_deeply_nested_json_is_a_400(gateway: Gateway, path: str) -> None:
 
 async def test_a_lone_surrogate_is_replaced_not_an_empty_context(gateway: Gateway, tmp_path: Path) -> None:
     repo = gateway.repo
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}")
+    env = client_env(gateway, tmp_path)
     prompt = prompt_input(repo, "Fix login after password reset \ud800 now")
     assert b"\\ud800" in prompt
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt, repo)
@@ -253,7 +261,7 @@ async def test_a_lone_surrogate_is_replaced_not_an_empty_context(gateway: Gatewa
 
 async def test_the_sub_command_that_ran_decides_the_event(gateway: Gateway, tmp_path: Path) -> None:
     repo = gateway.repo
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}")
+    env = client_env(gateway, tmp_path)
     lying = json.loads(prompt_input(repo))
     lying["hook_event_name"] = "Stop"
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", json.dumps(lying).encode(), repo)
@@ -262,8 +270,8 @@ async def test_the_sub_command_that_ran_decides_the_event(gateway: Gateway, tmp_
 
 async def test_a_prompt_over_4_mb_is_trimmed_not_cut(gateway: Gateway, tmp_path: Path) -> None:
     repo = gateway.repo
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}", CTXBUS_HOOK_TIMEOUT_MS="5000")
-    prompt = "Fix login after password reset. " + "password reset " * 400_000
+    env = client_env(gateway, tmp_path)
+    prompt = "After a password reset, revoke the refresh tokens and clear the session cache. " * 60_000
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo, prompt), repo)
     assert "### Password reset revokes sessions" in context_of(done)
     log = [json.loads(line) for line in (tmp_path / "data" / "hook.log").read_text().splitlines()]

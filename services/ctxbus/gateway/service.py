@@ -31,6 +31,7 @@ from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.identity import NO_CWD, identify, project_of, resolved
 from ctxbus.gateway.library import LibraryRoutes
 from ctxbus.gateway.outcomes import OutcomeTracker
+from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
 from ctxbus.observability import Metrics
@@ -58,10 +59,12 @@ class HookGateway:
         metrics: Metrics,
         library: LibraryRoutes | None = None,
         outcomes: OutcomeTracker | None = None,
+        patterns: PatternSync | None = None,
     ) -> None:
         self._library = library
         #: the outcome inference (None when CTXBUS_HOOK_OUTCOMES=false)
         self._outcomes = outcomes
+        self._patterns = patterns
         self._settings = settings
         self._topics = topics
         self._publisher = publisher
@@ -119,6 +122,10 @@ class HookGateway:
     async def _context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> tuple[dict[str, Any], str]:
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         project = project_of(hook_input)
+        if (
+            self._patterns is not None and event == "SessionStart" and cwd is not None
+        ):  # its pattern file feeds the store
+            budget_s = await self._patterns.at_session_start(cwd, project, budget_s)
         try:
             payload = request_for(hook_input, self._settings)
         except (HookInputError, ValueError) as exc:
@@ -143,6 +150,8 @@ class HookGateway:
         finally:
             self._router.forget(request.correlation_id)
         context = injected.payload.context
+        if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
+            context = self._file_fallback(cwd)
         log.info(
             "hook_answered",
             project=project,
