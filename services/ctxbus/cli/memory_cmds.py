@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiokafka.errors import KafkaError
+
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
 from ctxbus.cli.errors import CliError
@@ -29,7 +31,7 @@ from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.memory.parse_result import MemoryFileError, ParsedMemories
 from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, merge_pattern_files, parse_pattern_file
 from ctxbus.ports import StoreBusy, StoreModelMismatch
-from ctxbus.runtime import kafka_config, read_runtime
+from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -203,8 +205,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     except StoreModelMismatch as exc:
         raise CliError(str(exc), 1) from exc
     except StoreBusy as exc:
-        if read_runtime(settings) is None:  # busy, but not by a stack we can reach
-            raise CliError(str(exc), 1) from exc
+        # another process owns the store (``ctxbus up``, or a ``ctxbus run retriever`` on a configured broker): the
+        # memories go to it through the broker, when there is one to reach
+        try:
+            kafka_config(settings)
+        except NoBroker:
+            raise CliError(
+                f"{exc}. No broker to send the memories through: set CTXBUS_KAFKA_BOOTSTRAP_SERVERS to the broker "
+                "the services use (for `ctxbus run` services), or start the stack with `ctxbus up`",
+                1,
+            ) from exc
         return _through_bus(settings, args, project, items, result)
     print(json.dumps(result))
     return 0 if not rejected else EXIT_REJECTED
@@ -215,6 +225,7 @@ def _through_bus(
 ) -> int:
     via = Topics(settings.topic_prefix).memory_upserted
     progress = Progress("ctxbus: stored by the running stack")
+    config = kafka_config(settings)
     try:
         sent = asyncio.run(
             import_through_bus(
@@ -227,6 +238,12 @@ def _through_bus(
                 global_write=args.allow_global,
             )
         )
+    except (KafkaError, LookupError) as exc:  # LookupError: the topics are missing
+        raise CliError(
+            f"the store is in use by another process, and the memories cannot go through the broker: cannot reach "
+            f"the broker at {config.bootstrap_servers}: {exc or type(exc).__name__}",
+            1,
+        ) from exc
     finally:
         progress.close()
     if not args.wait:
