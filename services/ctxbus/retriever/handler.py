@@ -343,7 +343,7 @@ class RetrieverHandler:
         kept = planned
         if verdict is not None:
             if verdict.passes:
-                kept = [RankedHit(h.item, h.score, {**h.breakdown, **verdict.breakdown()}) for h in planned]
+                kept = [replace(h, breakdown={**h.breakdown, **verdict.breakdown()}) for h in planned]
             else:
                 kept = []
                 notices = (*notices, verdict.explain())
