@@ -17,7 +17,7 @@ import structlog
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import replay_cmds
+from ctxbus.cli import adversarial_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks import ensure_bytecode
@@ -80,6 +80,7 @@ def register(sub: Any) -> None:
 
     register_dashboard_bench(bsub)
     replay_cmds.register_bench(bsub)
+    adversarial_cmds.register_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
