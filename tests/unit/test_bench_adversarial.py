@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxbus.bench.adversarial import KINDS, Probes, large_prompt, report
+from ctxbus.bench.adversarial import KINDS, Probes, large_prompt, print_report, report
 from ctxbus.bench.pipeline import Observed
 from ctxbus.cli.adversarial_cmds import LARGE_KINDS
 from ctxbus.contract.payloads import ContextInjected, ContextSource, Trigger
@@ -51,3 +51,18 @@ def test_normal_requests_are_split_by_whether_a_large_one_was_in_flight() -> Non
     assert figures["normal"]["during_large_ms"]["max"] == pytest.approx(20.0)
     assert figures["normal"]["otherwise_ms"]["max"] == pytest.approx(10.0)
     assert figures["probes"]["gateway"]["during_large"] == 1 and figures["probes"]["metrics"]["during_large"] == 0
+
+
+@pytest.mark.parametrize("every", [3.0, 0.0])
+def test_the_report_prints_with_and_without_large_prompts(every: float, capsys: pytest.CaptureFixture[str]) -> None:
+    seen = Observed()
+    seen.sent_at["a"] = 1.0
+    seen.injected["a"] = (1.01, 1.01, injected(5.0))
+    result = report(seen, set(), Probes())
+    result.update(
+        memories=10, rate_per_s=5.0, duration_s=1.0, large_chars=100_000, large_kind="hex", large_every_s=every,
+        load_average={"before": [1.0, 1.0, 1.0], "after": [2.0, 2.0, 2.0]}, cores=2,
+    )  # fmt: skip
+    print_report(result)
+    out = capsys.readouterr().out
+    assert ("no large prompt" in out) is (every == 0) and "load average 1.0 before, 2.0 after, 2 cores" in out

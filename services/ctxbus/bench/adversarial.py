@@ -133,7 +133,7 @@ async def _drive(
         normal = prompts(int(plan.rate * plan.duration_s))
         sends = []
         start = time.perf_counter()
-        next_large = start + plan.every_s / 2
+        next_large = start + plan.every_s / 2 if plan.every_s > 0 else float("inf")  # 0: a baseline, none
         for i, (domain, prompt) in enumerate(normal):
             at = start + i / plan.rate
             while next_large <= at:  # a large prompt is due before this normal one
@@ -245,11 +245,15 @@ def _line(label: str, s: dict[str, float]) -> str:
 
 def print_report(result: dict[str, Any]) -> None:
     load = result["load_average"]
+    large_ones = (
+        f"a {result['large_chars']:,}-character {result['large_kind']} prompt every {result['large_every_s']:g} s"
+        if result["large_every_s"] > 0
+        else "no large prompt (a baseline)"
+    )
     print(
         f"ctxbus bench adversarial: {result['memories']} memories, {result['rate_per_s']:g} req/s for "
-        f"{result['duration_s']:g} s, a {result['large_chars']:,}-character {result['large_kind']} prompt every "
-        f"{result['large_every_s']:g} s (load average {load['before'][0]:.1f} before, {load['after'][0]:.1f} after, "
-        f"{result['cores']} cores)"
+        f"{result['duration_s']:g} s, {large_ones} (load average {load['before'][0]:.1f} before, "
+        f"{load['after'][0]:.1f} after, {result['cores']} cores)"
     )
     large, normal = result["large"], result["normal"]
     latencies = large["end_to_end_ms"]

@@ -23,7 +23,9 @@ def register_bench(bsub: Any) -> None:
     bench.add_argument("--duration", type=float, default=30.0, help="seconds of load")
     bench.add_argument("--large-prompt", type=int, default=MAX_PROMPT_CHARS, help="characters of each large prompt")
     bench.add_argument("--large-kind", choices=LARGE_KINDS, default="hex", help="what a large prompt is made of")
-    bench.add_argument("--large-every", type=float, default=3.0, help="seconds between large prompts")
+    bench.add_argument(
+        "--large-every", type=float, default=3.0, help="seconds between large prompts (0: none, a baseline)"
+    )
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
     bench.set_defaults(handler=cmd_bench_adversarial)
 
@@ -31,8 +33,8 @@ def register_bench(bsub: Any) -> None:
 def cmd_bench_adversarial(args: argparse.Namespace) -> int:
     from ctxbus.bench import adversarial  # noqa: PLC0415
 
-    if args.memories < 1 or args.rate <= 0 or args.duration <= 0 or args.large_every <= 0:
-        raise CliError("--memories, --rate, --duration and --large-every must be positive")
+    if args.memories < 1 or args.rate <= 0 or args.duration <= 0 or args.large_every < 0:
+        raise CliError("--memories, --rate and --duration must be positive, --large-every not negative")
     if not 1 <= args.large_prompt <= MAX_PROMPT_CHARS:
         raise CliError(f"--large-prompt must be from 1 to {MAX_PROMPT_CHARS}")
     result = adversarial.run(
