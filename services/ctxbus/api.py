@@ -46,6 +46,7 @@ from ctxbus.contract.payloads import (
     Trigger,
 )
 from ctxbus.contract.topics import Topics
+from ctxbus.core.bounds import embed_chars, prefix
 from ctxbus.learning.record import OutcomeReceipt
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
@@ -162,7 +163,8 @@ class Memory:
 
     def _window(self, query: str) -> tuple[bool, int, str | None]:
         notices = window_notices(self.embedder, query)
-        tokens = self.embedder.count_tokens(query) if notices else 0
+        # counted on what the embedder reads at most (a long query is not tokenized whole)
+        tokens = self.embedder.count_tokens(prefix(query, embed_chars(self.embedder.max_tokens))) if notices else 0
         return bool(notices), tokens, notices[0] if notices else None
 
     def search(

@@ -54,6 +54,8 @@ def _body(request: Request) -> dict[str, Any]:
         body = json.loads(request.body or b"null")
     except ValueError as exc:
         raise HttpError(400, f"the body is not JSON: {exc}") from exc
+    except RecursionError:
+        raise HttpError(400, "the body is not JSON: nested too deeply") from None
     if not isinstance(body, dict):
         raise HttpError(400, "the body must be a JSON object")
     project = body.get("project")

@@ -86,6 +86,8 @@ class HookGateway:
             hook_input = json.loads(request.body or b"null")
         except ValueError as exc:
             raise HttpError(400, f"hook input is not JSON: {exc}") from exc
+        except RecursionError:
+            raise HttpError(400, "hook input is not JSON: nested too deeply") from None
         if not isinstance(hook_input, dict):
             raise HttpError(400, "hook input must be a JSON object")
         event = hook_input.get("hook_event_name") or request.headers.get(EVENT_HEADER)

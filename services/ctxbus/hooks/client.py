@@ -179,7 +179,10 @@ def _enabled(env: dict[str, str]) -> bool:
 def read_input(raw: bytes) -> dict[str, Any]:
     import json  # noqa: PLC0415  (slow paths only)
 
-    data = json.loads(raw.decode("utf-8", "replace"))
+    try:
+        data = json.loads(raw.decode("utf-8", "replace"))
+    except RecursionError:
+        raise ValueError("hook input is nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("hook input is not a JSON object")
     prompt = data.get("prompt")
