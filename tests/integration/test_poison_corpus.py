@@ -12,6 +12,7 @@ from aiokafka.structs import ConsumerRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import record_size
 from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.bench.poison import MIB, Poison, a_request, corpus
 from ctxbus.contract.serde import (
     HEADER_DEAD_LETTER,
     HEADER_DLQ_PREFIX,
@@ -24,7 +25,6 @@ from ctxbus.settings import Settings
 from ctxbus.wiring import Resources
 
 from .kafka_io import read_all, send_raw, wait_caught_up
-from .poison import MIB, Poison, a_request, corpus
 
 pytestmark = pytest.mark.integration
 
