@@ -66,16 +66,20 @@ class InjectorHandler:
         self._precontext = precontext or PreContextPolicy()
         self._count_tokens = count_tokens
 
-    def _pre_context(self, request: RetrievalRequested) -> str:
-        """Seed 003's pre-context for retry, fallback and helper requests that name their task."""
+    def _pre_context(self, project: str, request: RetrievalRequested) -> str:
+        """Seed 003's pre-context for retry, fallback and helper requests that name their task: the
+        attempts of that task in the request's project, none once an outcome ended the task."""
         kind = PRECONTEXT_TRIGGERS.get(request.trigger)
         if kind is None or self._attempts is None or not request.task_id:
             return ""
+        task = self._attempts.task(project, request.task_id)
+        if task.closed:
+            return ""
         text = build_precontext(
             kind,
-            self._attempts.attempts(request.task_id),
+            task.attempts,
             self._precontext,
-            enabled_for_task=self._attempts.override(request.task_id),
+            enabled_for_task=task.override,
             provider=request.failed_provider,
             reason=request.failure_reason,
             count_tokens=self._count_tokens,
@@ -112,7 +116,7 @@ class InjectorHandler:
         task = TaskContext(
             task_type=completed.task_type.value if completed.task_type else None,
             task_type_confidence=completed.task_type_confidence,
-            domain=completed.request.domain,
+            domain=completed.domain or completed.request.domain,
             profile=completed.profile,
             fingerprint=completed.fingerprint,
         )
@@ -142,7 +146,7 @@ class InjectorHandler:
         max_chars = min(request.max_chars, self._settings.max_chars, MAX_CONTEXT_BYTES)
         max_tokens = min(request.max_tokens, self._settings.max_tokens)
         # the pre-context goes first (seed 003: at the start of the prompt) and counts against the budget
-        pre = self._pre_context(request)[: max_chars // 2]
+        pre = self._pre_context(event.project, request)[: max_chars // 2]
         result = assemble(
             hits,
             max_chars=max(1, max_chars - len(pre) - 1),
@@ -172,7 +176,7 @@ class InjectorHandler:
             ),
             pattern_count=len(result.item_ids),
             context_size_bytes=len(text.encode("utf-8")),
-            agent_domain=request.domain,
+            agent_domain=completed.domain or request.domain,
             min_confidence_threshold=request.min_confidence,
             retrieval_duration_ms=min(round(completed.retrieval_duration_ms), MAX_RETRIEVAL_MS),
             agent_name=request.agent_name,

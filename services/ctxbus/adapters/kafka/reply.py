@@ -49,6 +49,10 @@ class ReplyRouter:
             await self._consumer.position(tp)
         self._task = asyncio.create_task(self._route())
 
+    def readiness(self) -> str | None:
+        """None once the router reads every partition of the injected topic (``/readyz``), else why not."""
+        return None if self._consumer.assignment() else "no partitions of the injected topic"
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

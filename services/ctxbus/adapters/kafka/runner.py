@@ -43,6 +43,10 @@ log = structlog.get_logger("ctxbus.runner")
 
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
+#: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
+BROKER_SILENCE_S = 15.0
+#: how often an idle consumer asks the broker for metadata, to know it still answers
+BROKER_PROBE_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +121,36 @@ class ConsumerRunner:
         self.ledger_stale = True
         self._outputs_sent = 0
         self._consumer: AIOKafkaConsumer | None = None
+        #: when the broker last answered this consumer (records, or a metadata probe), monotonic seconds
+        self._broker_seen = time.monotonic()
+        self._next_probe = 0.0
         #: set once the group has given this member its partitions (it can answer from then on)
         self.ready = asyncio.Event()
+
+    def readiness(self) -> str | None:
+        """None when this consumer can answer (it has its partitions and the broker answered lately), else
+        why not (for ``/readyz``; called from another thread, so it only reads state)."""
+        if self._consumer is None:
+            return "stopped"
+        if not self.ready.is_set():
+            return "waiting for its partitions"
+        silent_s = time.monotonic() - self._broker_seen
+        if silent_s > BROKER_SILENCE_S:
+            return f"no answer from the broker for {silent_s:.0f} s"
+        return None
+
+    async def _probe_broker(self, consumer: AIOKafkaConsumer) -> None:
+        """Every BROKER_PROBE_S without records, a metadata request tells whether the broker answers."""
+        now = time.monotonic()
+        if now - self._broker_seen < BROKER_PROBE_S or now < self._next_probe:
+            return
+        self._next_probe = now + BROKER_PROBE_S
+        try:
+            await asyncio.wait_for(consumer.topics(), BROKER_PROBE_S)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            log.warning("broker_probe_failed", service=self.name, error=repr(exc))
+            return
+        self._broker_seen = time.monotonic()
 
     async def refresh_ledger(self) -> None:
         """Add the causes on the tail of the output topics to the answered ledger."""
@@ -150,7 +182,9 @@ class ConsumerRunner:
                         if self.ledger_stale:
                             await self.refresh_ledger()
                         await self._process_batch(consumer, batch)
+                    self._broker_seen = time.monotonic()
                 await self._report_lag(consumer)
+                await self._probe_broker(consumer)
         finally:
             async with self.busy:
                 await consumer.stop()
