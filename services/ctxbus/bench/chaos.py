@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
@@ -35,10 +34,12 @@ from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.bench import chaos_load
+from ctxbus.bench.chaos_plan import PARTITIONS, Plan, poison_plan, service_env
 from ctxbus.bench.chaos_procs import SERVICES, Incarnation, ServiceProcesses, pause, resume
+from ctxbus.bench.chaos_report import targets
 from ctxbus.bench.chaos_tally import PoisonSent, tally
 from ctxbus.bench.corpus import prompts
-from ctxbus.bench.poison import MIB, Poison, corpus
+from ctxbus.bench.poison import MIB
 from ctxbus.bench.stack import PROJECT, load_memories
 from ctxbus.bench.stats import summary
 from ctxbus.contract.topics import Topics
@@ -46,7 +47,6 @@ from ctxbus.settings import KafkaSettings, Settings
 
 #: the services' dead-letter prefix (CTXBUS_SERVICE_DEAD_LETTER_PREFIX_BYTES's default, which the run keeps)
 PREFIX_BYTES = 65_536
-PARTITIONS = 3
 #: between a SIGKILL and the restart
 RESTART_PAUSE_S = 1.0
 #: how long a service may take to start and get its partitions (a loaded 2-core machine is slow)
@@ -64,65 +64,6 @@ REDELIVERY_MARKS = (b'"duplicate_skipped"', b'"injection_already_recorded"')
 
 class ChaosError(RuntimeError):
     """The run could not be carried out (a service never started): no figures."""
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    requests: int
-    rate: float
-    kills: int
-    stall_s: float
-    memories: int
-
-    @property
-    def duration_s(self) -> float:
-        return self.requests / self.rate
-
-    def kill_at(self, i: int) -> float:
-        """Kills spread evenly over the load."""
-        return self.duration_s * (i + 1) / (self.kills + 1)
-
-    @property
-    def stall_at(self) -> float:
-        """Half-way between two kills near the middle of the load."""
-        return self.duration_s * (self.kills // 2 + 0.5) / (self.kills + 1)
-
-    def poison_at(self, j: int, count: int) -> float:
-        """Poison spread from 5 % to 90 % of the load."""
-        return self.duration_s * (0.05 + 0.85 * j / max(1, count - 1))
-
-
-def poison_plan(topics: Topics) -> list[tuple[Poison, str, tuple[str, ...]]]:
-    """(record, topic, the consumer groups that must dead-letter it): the whole corpus on the request topic,
-    the oversize records also on the completed topic (the injector) and the injected topic (the recorder and
-    the retriever's learning loop)."""
-    group = f"{topics.prefix}.{{}}".format
-    cases = corpus()
-    plan: list[tuple[Poison, str, tuple[str, ...]]] = [
-        (case, topics.retrieval_requested, (group("retriever"),)) for case in cases
-    ]
-    for case in (c for c in cases if c.reason == "oversize"):
-        plan.append((case, topics.retrieval_completed, (group("injector"),)))
-        plan.append((case, topics.context_injected, (group("recorder"), group("learning-injections"))))
-    return plan
-
-
-def service_env(data_dir: Path, prefix: str, bootstrap: str) -> dict[str, str]:
-    """The services' environment: this one without its Kafka and service settings (defaults: 1 MiB records,
-    no fault injection), on the run's broker, data directory and topic prefix, logging JSON at INFO."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXBUS_KAFKA_", "CTXBUS_SERVICE_", "CTXBUS_LOG"))}
-    env.update(
-        CTXBUS_DATA_DIR=str(data_dir),
-        CTXBUS_TOPIC_PREFIX=prefix,
-        CTXBUS_KAFKA_BOOTSTRAP_SERVERS=bootstrap,
-        CTXBUS_KAFKA_ENABLE_IDEMPOTENCE="false",
-        CTXBUS_KAFKA_FETCH_MAX_WAIT_MS="5",
-        CTXBUS_KAFKA_TOPIC_PARTITIONS=str(PARTITIONS),
-        CTXBUS_SERVICE_METRICS_PORT="0",
-        CTXBUS_LOG_LEVEL="INFO",
-        CTXBUS_LOG_FORMAT="json",
-    )
-    return env
 
 
 @dataclass
@@ -408,25 +349,6 @@ class ChaosRun:
         return result
 
 
-def targets(r: dict[str, Any]) -> dict[str, bool]:
-    """Issue 10's targets, each met or missed."""
-    return {
-        "nothing_lost": r["lost"] == 0 and r["unsent"] == 0,
-        "nothing_duplicated": r["duplicated"] == 0 and r["duplicate_completions"] == 0,
-        "all_poison_dead_lettered": (
-            not r["poison_not_sent"]
-            and r["poison_records"] > 0
-            and r["poison_dead_lettered"] == r["poison_expected_dead_letters"]
-            and not r["poison_problems"]
-        ),
-        "no_wrong_dead_letters": r["wrong_dead_letters"] == 0 and r["foreign_records"] == 0,
-        "all_recorded": r["not_recorded"] == 0,
-        "all_kills_done": r["kills_done"] == r["kills_requested"],
-        "broker_stalled": r["stall_s_requested"] <= 0 or bool(r["stall"]),
-        "no_unexpected_exits": not r["unexpected_exits"] and all(c == 0 for c in r["stop_codes"].values()),
-    }
-
-
 def _stderr(message: str) -> None:
     print(f"chaos: {message}", file=sys.stderr, flush=True)
 
@@ -478,60 +400,3 @@ def run(
             shutil.rmtree(data_dir, ignore_errors=True)
         else:
             say(f"kept {data_dir} (service logs under logs/)")
-
-
-def print_report(r: dict[str, Any]) -> None:
-    mark = {True: "ok", False: "MISSED"}
-    t = r["targets"]
-    print(
-        f"ctxbus bench chaos: {r['requests']} requests at {r['rate_per_s']:g}/s ({r['memories']} memories), "
-        f"load {r['load_s']:g} s, drained {'yes' if r['drained'] else 'NO'} after {r['drain_s']:g} s"
-    )
-    print(f"  lost        {r['lost']:>6} of {r['sent']} sent (unsent {r['unsent']}){'':14}[{mark[t['nothing_lost']]}]")
-    print(
-        f"  duplicated  {r['duplicated']:>6} requests with more than one injection, "
-        f"{r['duplicate_completions']} with more than one completion  [{mark[t['nothing_duplicated']]}]"
-    )
-    print(
-        f"  poison      {r['poison_dead_lettered']:>6} of {r['poison_expected_dead_letters']} dead-lettered with the "
-        f"right reason ({r['poison_records']} records, 1.1 MB and 10 MB included; "
-        f"{r['dead_letters_repeated']} written twice)  [{mark[t['all_poison_dead_lettered']]}]"
-    )
-    for problem in r["poison_problems"] + r["poison_not_sent"]:
-        print(f"      {problem}")
-    print(
-        f"  wrong dead letters {r['wrong_dead_letters']} (good records dead-lettered), foreign records "
-        f"{r['foreign_records']}  [{mark[t['no_wrong_dead_letters']]}]"
-    )
-    for example in r["wrong_dead_letter_examples"]:
-        print(f"      {example}")
-    print(f"  recorded    {r['recorded']:>6} (missing {r['not_recorded']})  [{mark[t['all_recorded']]}]")
-    back = [k["back_after_s"] for k in r["kills"] if k["back_after_s"] is not None]
-    by_service = {s: sum(1 for k in r["kills"] if k["service"] == s) for s in SERVICES}
-    print(
-        f"  kills       {r['kills_done']:>6} of {r['kills_requested']} SIGKILLs "
-        f"({', '.join(f'{s} {n}' for s, n in by_service.items())}; {sum(k['busy'] for k in r['kills'])} at work; "
-        f"back after {f'{min(back):.0f}-{max(back):.0f} s' if back else '-'})  [{mark[t['all_kills_done']]}]"
-    )
-    stall = r["stall"]
-    print(
-        f"  stall       broker SIGSTOPped {stall.get('seconds', 0):g} s at {stall.get('at_s', 0):g} s"
-        f"  [{mark[t['broker_stalled']]}]"
-    )
-    redelivered = r["redeliveries_recognised"]
-    print(
-        f"  redelivered inputs recognised and not answered again: {sum(redelivered.values())} "
-        f"({', '.join(f'{k.strip(chr(34))} {v}' for k, v in redelivered.items())})"
-    )
-    print(
-        f"  unexpected exits {len(r['unexpected_exits'])}, exit codes on SIGTERM {r['stop_codes']}"
-        f"  [{mark[t['no_unexpected_exits']]}]"
-    )
-    e2e = r["end_to_end_ms"]
-    print(
-        f"  end to end (sent -> injected received) p50 {e2e['p50']:.0f}  p95 {e2e['p95']:.0f}  "
-        f"p99 {e2e['p99']:.0f}  max {e2e['max']:.0f} ms"
-    )
-    print(f"  {'all targets met' if r['ok'] else 'TARGETS MISSED'}")
-    if r.get("data_dir"):
-        print(f"  data and logs kept in {r['data_dir']}")

@@ -28,7 +28,7 @@ def register_bench(bsub: Any) -> None:
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
     import json  # noqa: PLC0415
 
-    from ctxbus.bench import chaos  # noqa: PLC0415
+    from ctxbus.bench import chaos, chaos_report  # noqa: PLC0415
 
     if args.requests < 1 or args.rate <= 0 or args.memories < 1:
         raise CliError("--requests, --rate and --memories must be positive")
@@ -41,5 +41,5 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        chaos.print_report(result)
+        chaos_report.print_report(result)
     return 0 if result["ok"] else 1

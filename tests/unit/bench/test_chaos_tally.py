@@ -10,7 +10,8 @@ from aiokafka.structs import ConsumerRecord
 
 from ctxbus.adapters.kafka.dead_letter import dead_letter_for, dead_letter_forms
 from ctxbus.adapters.kafka.limits import record_size
-from ctxbus.bench.chaos import Plan, poison_plan, targets
+from ctxbus.bench.chaos_plan import Plan, poison_plan
+from ctxbus.bench.chaos_report import targets
 from ctxbus.bench.chaos_tally import DeadLetterSeen, EventSeen, PoisonSent, tally
 from ctxbus.bench.poison import MIB, Poison, corpus
 from ctxbus.contract import serde
