@@ -46,6 +46,7 @@ from ctxbus.contract.payloads import (
     Trigger,
 )
 from ctxbus.contract.topics import Topics
+from ctxbus.core.bounds import embed_chars, prefix
 from ctxbus.hooks.project import MAX_PROJECT_CHARS
 from ctxbus.learning.record import OutcomeReceipt
 from ctxbus.memory import global_scope
@@ -178,7 +179,8 @@ class Memory:
 
     def _window(self, query: str) -> tuple[bool, int, str | None]:
         notices = window_notices(self.embedder, query)
-        tokens = self.embedder.count_tokens(query) if notices else 0
+        # counted on what the embedder reads at most (a long query is not tokenized whole)
+        tokens = self.embedder.count_tokens(prefix(query, embed_chars(self.embedder.max_tokens))) if notices else 0
         return bool(notices), tokens, notices[0] if notices else None
 
     def search(

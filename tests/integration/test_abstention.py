@@ -151,7 +151,7 @@ async def test_a_prompt_nothing_is_about_gets_an_empty_context_with_the_reason(
     handler, _, store = spied
     completed = await complete(handler, prompt)
     assert completed.items == () and completed.empty_reason == "nothing_relevant_enough"
-    assert completed.candidates_considered > 0 and store.searches == 1
+    assert completed.candidates_considered > 0 and store.searches >= 1  # (a task type's prefetch may add a second)
     (why,) = [n for n in completed.notices if n.startswith("nothing_relevant_enough")]
     assert "relevance" in why and "best cosine" in why and "best candidate" in why
 
@@ -189,7 +189,7 @@ async def test_a_session_start_is_not_judged_and_other_triggers_do_not_take_meta
     assert start.items and not any(n.startswith("nothing_relevant_enough") for n in start.notices)
     # a gap request's query is written by ctxbus, never a chat acknowledgement: it is searched (and judged)
     gap = await complete(handler, "ok", Trigger.GAP)
-    assert gap.empty_reason != "meta_prompt" and store.searches == 2
+    assert gap.empty_reason != "meta_prompt" and store.searches >= 2  # both searched (a prefetch may add more)
 
 
 def test_ranked_search_shows_the_ranking_and_abstains_only_when_asked(

@@ -18,7 +18,7 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import replay_cmds
+from ctxbus.cli import adversarial_cmds, chaos_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
@@ -95,6 +95,8 @@ def register(sub: Any) -> None:
     from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
 
     register_outcomes_bench(bsub)
+    adversarial_cmds.register_bench(bsub)
+    chaos_cmds.register_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:

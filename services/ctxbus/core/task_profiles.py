@@ -44,7 +44,7 @@ example shown. ``NO_TASK_PROFILES`` maps every type to it (ranking "without prof
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ctxbus.contract.payloads import TaskType
@@ -324,8 +324,8 @@ def limit_examples(hits: Sequence[RankedHit], profile: TaskTypeProfile) -> list[
         if hit.item.kind is not MemoryKind.PATTERN or not hit.item.example_reference:
             out.append(hit)
         elif id(hit) in shown:
-            out.append(RankedHit(hit.item, hit.score, {**hit.breakdown, "example_shown": 1.0}))
+            out.append(replace(hit, breakdown={**hit.breakdown, "example_shown": 1.0}))
         else:
             item = hit.item.model_copy(update={"example_reference": None})
-            out.append(RankedHit(item, hit.score, {**hit.breakdown, "example_shown": 0.0}))
+            out.append(replace(hit, item=item, breakdown={**hit.breakdown, "example_shown": 0.0}))
     return out

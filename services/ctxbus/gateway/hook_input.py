@@ -26,7 +26,7 @@ def parse_object(body: bytes, what: str) -> dict[str, Any]:
     except ValueError as exc:
         raise HttpError(400, f"{what} is not JSON: {exc}") from None
     except RecursionError:
-        raise HttpError(400, f"{what} is not JSON ctxbus reads: nested too deeply") from None
+        raise HttpError(400, f"{what} is not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise HttpError(400, f"{what} must be a JSON object")
     return data

@@ -37,7 +37,7 @@ def _git_dir(root: str) -> str | None:
     if os.path.isdir(dot_git):
         return dot_git
     try:  # a worktree or submodule: "gitdir: <path>"
-        with open(dot_git, encoding="utf-8") as fh:
+        with open(dot_git, encoding="utf-8", errors="replace") as fh:
             line = fh.read(4096).strip()
     except OSError:
         return None
@@ -46,7 +46,7 @@ def _git_dir(root: str) -> str | None:
         gitdir = target if os.path.isabs(target) else os.path.normpath(os.path.join(root, target))
         common = os.path.join(gitdir, "commondir")
         if os.path.exists(common):
-            with open(common, encoding="utf-8") as fh:
+            with open(common, encoding="utf-8", errors="replace") as fh:
                 return os.path.normpath(os.path.join(gitdir, fh.read().strip()))
         return gitdir
     return None
@@ -76,7 +76,7 @@ def origin_remote(root: str) -> str | None:
     if gitdir is None:
         return None
     try:
-        with open(os.path.join(gitdir, "config"), encoding="utf-8") as fh:
+        with open(os.path.join(gitdir, "config"), encoding="utf-8", errors="replace") as fh:
             match = _REMOTE.search(fh.read(65536))
     except OSError:
         return None

@@ -17,6 +17,7 @@ from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics
 from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
+from ctxbus.core.bounds import QUERY_TERMS_CHARS, embed_chars, prefix
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
 from ctxbus.core.collapse import collapse_near_copies
 from ctxbus.core.domains import detect_domain
@@ -58,15 +59,21 @@ def query_text(request: RetrievalRequested) -> str:
 
 
 def window_notices(embedder: Embedder, text: str) -> tuple[str, ...]:
-    """A notice when ``text`` is longer than the embedding model reads (it is embedded truncated)."""
+    """A notice when ``text`` is longer than the embedding model reads (it is embedded truncated).
+
+    Tokens are counted on what the embedder reads at most (``core.bounds.embed_chars``), not on all of a long text.
+    """
     if len(text) <= embedder.max_tokens:  # a token is at least one character: cannot be over
         return ()
-    tokens = embedder.count_tokens(text)
+    read = prefix(text, embed_chars(embedder.max_tokens))
+    tokens = embedder.count_tokens(read)
     if tokens <= embedder.max_tokens:
         return ()
+    more = "more than " if len(read) < len(text) else ""
+    keyword = "all of it" if len(text) <= QUERY_TERMS_CHARS else f"the first {QUERY_TERMS_CHARS:,} characters"
     return (
-        f"prompt_truncated: the prompt has {tokens} tokens; the embedding reads the first {embedder.max_tokens} "
-        "(the keyword search reads all of it)",
+        f"prompt_truncated: the prompt has {more}{tokens} tokens; the embedding reads the first {embedder.max_tokens} "
+        f"(the keyword search reads {keyword})",
     )
 
 
@@ -343,7 +350,7 @@ class RetrieverHandler:
         kept = planned
         if verdict is not None:
             if verdict.passes:
-                kept = [RankedHit(h.item, h.score, {**h.breakdown, **verdict.breakdown()}) for h in planned]
+                kept = [replace(h, breakdown={**h.breakdown, **verdict.breakdown()}) for h in planned]
             else:
                 kept = []
                 notices = (*notices, verdict.explain())
