@@ -28,6 +28,8 @@ MAX_HEADER_VALUE = 4_096
 #: what the client shortens a longer CTXBUS_PROJECT to (the gateway would do the same; hooks.project)
 MAX_PROJECT_CHARS = 200
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:@+,=")
+#: byte -> how it is written in a header value
+_ENCODED = tuple(chr(b) if b in _SAFE else f"%{b:02X}" for b in range(256))
 
 
 def secret_path(data_dir: str) -> str:
@@ -49,11 +51,12 @@ def read_secret(env: dict[str, str], data_dir: str) -> str | None:
 
 
 def encode_value(text: str) -> str:
-    """Percent-encoded UTF-8 (header values are Latin-1 on the wire; paths and names need not be)."""
+    """Percent-encoded UTF-8 (header values are Latin-1 on the wire; paths and names need not be). The client
+    encodes its own directory (at most MAX_HEADER_VALUE characters) and project (at most MAX_PROJECT_CHARS)."""
     data = text.encode("utf-8", "surrogatepass")
-    if all(b in _SAFE for b in data):
+    if data.isascii() and all(b in _SAFE for b in data):
         return data.decode("ascii")
-    return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in data)
+    return "".join([_ENCODED[b] for b in data])
 
 
 def client_headers(env: dict[str, str], data_dir: str) -> str:
@@ -70,9 +73,10 @@ def client_headers(env: dict[str, str], data_dir: str) -> str:
     if project:
         lines.append(f"X-Ctxbus-Project: {encode_value(project)}\r\n")
     try:
-        cwd = encode_value(os.getcwd())
+        here = os.getcwd()
     except OSError:  # the directory was removed under the hook: the input's cwd is all there is
-        cwd = ""
+        here = ""
+    cwd = encode_value(here) if len(here) <= MAX_HEADER_VALUE else ""
     if cwd and len(cwd) <= MAX_HEADER_VALUE:
         lines.append(f"X-Ctxbus-Cwd: {cwd}\r\n")
     return "".join(lines)
