@@ -97,6 +97,21 @@ class Stack:
         return {row.split(",", 1)[0] for row in rows}
 
 
+def _archived(stack: Stack, topic: str) -> int:
+    files = [f for f in scan(stack.data / "archive") if f.topic == topic]
+    by_partition: dict[int, list[ArchivedFile]] = {}
+    for f in files:
+        by_partition.setdefault(f.partition, []).append(f)
+    return sum(1 for fs in by_partition.values() for _ in read_partition(fs))
+
+
+def _wait_archived(stack: Stack, expected: dict[str, int]) -> None:
+    deadline = time.monotonic() + 60
+    while any(_archived(stack, topic) < count for topic, count in expected.items()):
+        assert time.monotonic() < deadline, {topic: _archived(stack, topic) for topic in expected}
+        time.sleep(FLUSH_MS / 1000.0)
+
+
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
     s = Stack(tmp_path)
@@ -126,7 +141,7 @@ async def _ask(stack: Stack, count: int, tag: str) -> set[str]:
 
 
 async def _answers(stack: Stack, expect: int) -> list[str]:
-    injected = await read_all(stack.kafka, Topics().context_injected, expect=expect, timeout_s=60)
+    injected = await read_all(stack.kafka, Topics().context_injected, expect=expect, timeout_s=120)
     return [dict(r.headers)["ctxbus-correlation-id"].decode() for r in injected]
 
 
@@ -143,7 +158,9 @@ async def test_replay_lists_every_request_made_before_a_sigterm_and_a_sigkill(st
     second = await _ask(stack, 9, "before-kill")
     answers = await _answers(stack, 21)
     assert set(answers) == first | second and len(answers) == 21  # nothing answered twice after the restart
-    await asyncio.sleep(4 * FLUSH_MS / 1000.0)  # more than one flush interval: what a SIGKILL may lose is gone
+    # what a SIGKILL may lose is what the archiver had not flushed: wait until it holds everything (on a loaded
+    # machine it may lag the services by more than one flush interval), then kill
+    await asyncio.to_thread(_wait_archived, stack, {Topics().retrieval_requested: 21, Topics().context_injected: 21})
     await asyncio.to_thread(stack.stop, signal.SIGKILL)
 
     await asyncio.to_thread(stack.start)

@@ -225,14 +225,24 @@ async def _up(
         )
     if archiver is not None:
         archiving = asyncio.create_task(archiver.run(archive_stop))
+        archiving.add_done_callback(_archive_ended)
     try:
         await asyncio.gather(*tasks)
     finally:
         announcer.cancel()
         if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
             archive_stop.set()
-            await archiving
+            try:
+                await archiving
+            except Exception:  # the history is not the pipeline: say so loudly, stop cleanly
+                log.exception("archive_failed", hint="the event history since the last flush may be missing")
     return 0
+
+
+def _archive_ended(task: asyncio.Task[None]) -> None:
+    """An archiver that ends before the stack does is an error worth a log line the moment it happens."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("archive_stopped_early", error=repr(task.exception()))
 
 
 async def _start_archive(settings: Settings, config: KafkaClientConfig) -> Archiver:
