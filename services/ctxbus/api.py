@@ -47,7 +47,9 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.bounds import embed_chars, prefix
+from ctxbus.hooks.project import MAX_PROJECT_CHARS
 from ctxbus.learning.record import OutcomeReceipt
+from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.model import MemoryItem
@@ -110,6 +112,13 @@ class SearchResult:
     empty_reason: str | None = None
 
 
+def _check_project(project: str) -> None:
+    if not isinstance(project, str) or not project.strip():
+        raise QueryError("the project is empty or blank")
+    if len(project) > MAX_PROJECT_CHARS:
+        raise QueryError(f"the project is {len(project)} characters; a project id has at most {MAX_PROJECT_CHARS}")
+
+
 def _check_query(query: str, k: int, mode: str) -> None:
     if not isinstance(query, str) or not query.strip():
         raise QueryError("the query is empty or blank")
@@ -149,15 +158,22 @@ class Memory:
 
     # -- adding ---------------------------------------------------------------------------------------------
 
-    def add(self, items: Iterable[MemoryItem]) -> IngestReport:
+    def add(self, items: Iterable[MemoryItem], *, allow_global: bool = False) -> IngestReport:
         """Embed and store items (exact duplicates merge, near copies are kept and clustered, ``supersedes``
-        retires; see ctxbus.memory.ingest)."""
-        return ingest(list(items), self.embedder, self.store)
+        retires; see ctxbus.memory.ingest). Items of the global scope (read by every project) need
+        ``allow_global=True``: without it :class:`~ctxbus.memory.global_scope.GlobalWriteRefused` is raised and
+        nothing is written."""
+        batch = list(items)
+        global_scope.check_allowed(batch, allow_global)
+        return ingest(batch, self.embedder, self.store)
 
-    def add_file(self, path: str | Path, *, project: str) -> tuple[IngestReport, list[LineError]]:
-        """A JSON-lines file of memory items: the good lines are stored, the bad ones returned with reasons."""
+    def add_file(
+        self, path: str | Path, *, project: str, allow_global: bool = False
+    ) -> tuple[IngestReport, list[LineError]]:
+        """A JSON-lines file of memory items: the good lines are stored, the bad ones returned with reasons
+        (``allow_global``: as in :meth:`add`, for lines of the global scope)."""
         parsed = parse_jsonl(Path(path), project=project)
-        return self.add(parsed.items), list(parsed.errors)
+        return self.add(parsed.items, allow_global=allow_global), list(parsed.errors)
 
     # -- searching ------------------------------------------------------------------------------------------
 
@@ -215,6 +231,7 @@ class Memory:
         abstain: bool = False,
     ) -> SearchResult:
         """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
+        _check_project(project)
         _check_query(query, k, mode)
         started = time.perf_counter()
         truncated, tokens, notice = self._window(query)
@@ -308,6 +325,7 @@ class Memory:
         strict_domain: bool = False,
     ) -> dict[str, Any]:
         """:meth:`prime` for callers that already run an event loop."""
+        _check_project(project)
         if not description or not description.strip():
             raise QueryError("the task description is empty or blank")
         unknown = sorted(set(include or {}) - set(SECTIONS))

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.private_dir import make_private_dirs
 from ctxbus.settings import Settings
 
 
@@ -30,7 +31,7 @@ class RuntimeInfo:
     broker_pid: int | None = None
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self), indent=2))
         tmp.replace(path)

@@ -205,6 +205,10 @@ class HookSettings(BaseSettings):
     outcomes: bool = True
 
 
+#: the shortest CTXBUS_GATEWAY_SECRET accepted
+MIN_SECRET_CHARS = 16
+
+
 class GatewaySettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CTXBUS_GATEWAY_", extra="ignore")
 
@@ -213,6 +217,32 @@ class GatewaySettings(BaseSettings):
     port: int = Field(default=9470, ge=0, le=65535)
     #: a hook input larger than this is refused (the hook client trims prompts above 4 MB before posting)
     max_body_bytes: int = Field(default=8_000_000, ge=1_000, le=50_000_000)
+    #: the secret every endpoint but /healthz requires; unset: DATA_DIR/gateway.secret (made by ``ctxbus up``)
+    secret: SecretStr | None = None
+    #: Host header values admitted besides the loopback names on the gateway's own port (comma-separated
+    #: ``host`` or ``host:port``; ``host`` alone admits any port), e.g. a port published under another number
+    allowed_hosts: str = ""
+
+    @field_validator("secret")
+    @classmethod
+    def _secret_usable(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        text = value.get_secret_value().strip()
+        if (
+            len(text) < MIN_SECRET_CHARS
+            or not text.isascii()
+            or not all(c.isprintable() and not c.isspace() for c in text)
+        ):
+            raise ValueError(
+                f"CTXBUS_GATEWAY_SECRET must be at least {MIN_SECRET_CHARS} visible ASCII characters without spaces "
+                "(e.g. `openssl rand -hex 32`)"
+            )
+        return SecretStr(text)
+
+    @property
+    def allowed_host_list(self) -> tuple[str, ...]:
+        return tuple(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
 
 class ArchiveSettings(BaseSettings):

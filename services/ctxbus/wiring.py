@@ -355,13 +355,17 @@ async def run_gateway(
     API (``/v1/search``, ``/v1/prime``) on their embedder and store, once the retriever opened them.
     """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
+    from ctxbus.gateway.admission import Admission  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
+    from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
+    # only local, non-browser callers with the installation's secret (made now if there is none yet)
+    admission = Admission(gateway_secret(settings), allowed_hosts=settings.gateway.allowed_host_list)
     async with (
         publisher_for(config, "gateway", topics) as publisher,
         ReplyRouter(config, topics.context_injected) as router,
@@ -378,12 +382,13 @@ async def run_gateway(
         )
         gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns)
         server = HttpServer(
-            gateway.handle,
+            admission.wrap(gateway.handle),
             host=settings.gateway.host,
             port=settings.gateway.port,
             max_body=settings.gateway.max_body_bytes,
         )
         port = await server.start()
+        admission.port = port  # the Host check's port (no request is handled before this: nothing awaited)
         log.info("gateway_listening", host=settings.gateway.host, port=port)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
         if on_ready is not None:

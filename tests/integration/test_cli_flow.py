@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -91,6 +92,9 @@ def stack(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[subprocess.Pope
 
 def test_readme_flow(stack: tuple[subprocess.Popen[bytes], dict[str, object]], env: dict[str, str]) -> None:
     proc, runtime = stack
+    data = Path(env["CTXBUS_DATA_DIR"])  # ctxbus up made the gateway's secret: private, in a private data dir
+    assert stat.S_IMODE((data / "gateway.secret").stat().st_mode) == 0o600
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
     asked = ctxbus(env, "request", "--project", "acme/web", "--session", "s-1", "Fix login after password reset")
     assert asked.returncode == 0, asked.stderr
     assert "### Password reset revokes sessions" in asked.stdout

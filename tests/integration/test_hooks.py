@@ -23,6 +23,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
+from ctxbus.hooks.wire import read_secret
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
@@ -239,9 +240,11 @@ async def test_the_hook_gets_the_injected_context_through_the_gateway(stack: tup
     assert "### Password reset revokes sessions" in context_of(done)
     assert not (tmp_path / "data" / "hook.log").exists()  # no fallback, nothing to report
 
-    # Claude Code's "http" hook type posts the same input straight to the gateway
+    # Claude Code's "http" hook type posts the same input straight to the gateway (with the secret in a header)
+    headers = {"Authorization": f"Bearer {read_secret({}, str(tmp_path / 'data'))}"}
+
     def post() -> dict[str, Any]:
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/hooks", data=prompt_input(repo), method="POST")
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/hooks", data=prompt_input(repo), headers=headers)
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.loads(resp.read())  # type: ignore[no-any-return]
 

@@ -19,6 +19,7 @@ import pytest
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.payloads import MAX_PROMPT_CHARS
 from ctxbus.contract.topics import Topics
+from ctxbus.hooks.wire import read_secret
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.model import MemoryItem
 from ctxbus.observability import Metrics
@@ -39,6 +40,8 @@ class Stack:
     gateway: int
     metrics: int
     repo: Path
+    #: the installation's secret the gateway made in its data dir (every endpoint but /healthz needs it)
+    secret: str = ""
 
 
 @pytest.fixture
@@ -80,17 +83,18 @@ async def stack(
     while not ports:
         await asyncio.sleep(0.05)
     try:
-        yield Stack(ports[0], metrics_port, repo)
+        yield Stack(ports[0], metrics_port, repo, read_secret({}, str(stack_settings.data_dir)) or "")
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(services, gateway), 30)
 
 
-def ask(port: int, repo: Path, prompt: str, session: str) -> str:
+def ask(stack: Stack, prompt: str, session: str) -> str:
     body = json.dumps(
-        {"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": str(repo), "prompt": prompt}
+        {"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": str(stack.repo), "prompt": prompt}
     ).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/hooks", data=body, method="POST")
+    headers = {"Authorization": f"Bearer {stack.secret}"}
+    request = urllib.request.Request(f"http://127.0.0.1:{stack.gateway}/v1/hooks", data=body, headers=headers)
     with urllib.request.urlopen(request, timeout=120) as answer:
         context: str = json.loads(answer.read())["hookSpecificOutput"]["additionalContext"]
     return context
@@ -138,12 +142,12 @@ async def test_the_gateway_and_metrics_answer_while_a_100k_prompt_is_retrieved(s
     prompt = (HEAD + blob)[:MAX_PROMPT_CHARS]
     assert len(prompt) == MAX_PROMPT_CHARS
     # the pipeline answers normally first (consumer groups joined, model warm)
-    assert "Password reset revokes sessions" in await asyncio.to_thread(ask, stack.gateway, stack.repo, HEAD, "s0")
+    assert "Password reset revokes sessions" in await asyncio.to_thread(ask, stack, HEAD, "s0")
 
     probes = [Probe(f"http://127.0.0.1:{stack.gateway}/healthz"), Probe(f"http://127.0.0.1:{stack.metrics}/metrics")]
     threads = [threading.Thread(target=p.run, daemon=True) for p in probes]
     started = time.monotonic()
-    big = asyncio.create_task(asyncio.to_thread(ask, stack.gateway, stack.repo, prompt, "s1"))
+    big = asyncio.create_task(asyncio.to_thread(ask, stack, prompt, "s1"))
     for thread in threads:
         thread.start()
     try:

@@ -25,6 +25,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
+from ctxbus.hooks.wire import read_secret
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.observability import Metrics
 from ctxbus.settings import GatewaySettings, HookSettings, KafkaSettings, Settings
@@ -143,7 +144,9 @@ async def test_the_gateway_answers_from_the_pattern_file_when_a_request_is_over_
 
         def post() -> tuple[dict[str, Any], float]:
             body = prompt_input(repo, prompt="password reset " + "x" * 100_000)
-            req = urllib.request.Request(f"http://127.0.0.1:{ports[0]}/v1/hooks", data=body, method="POST")
+            secret = read_secret({}, str(low.data_dir))  # the installation's, made by the gateway
+            headers = {"Authorization": f"Bearer {secret}"}
+            req = urllib.request.Request(f"http://127.0.0.1:{ports[0]}/v1/hooks", data=body, headers=headers)
             started = time.monotonic()
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return json.loads(resp.read()), time.monotonic() - started

@@ -27,7 +27,7 @@ from pydantic_settings import BaseSettings
 
 from ctxbus.cli.main import build_parser
 from ctxbus.cli.stack_cmds import METRICS_OFFSET, cmd_run, cmd_topics_create
-from ctxbus.settings import ServiceSettings, Settings
+from ctxbus.settings import GatewaySettings, ServiceSettings, Settings
 from ctxbus.wiring import SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,7 +285,8 @@ def test_each_service_environment_is_valid_settings(service: str, monkeypatch: p
         if key.upper().startswith("CTXBUS_"):
             monkeypatch.delenv(key)
     for key, value in env(service).items():
-        monkeypatch.setenv(key, value)
+        # compose puts the secrets from .env in place of `${NAME:?...}`
+        monkeypatch.setenv(key, re.sub(r"\$\{(\w+):\?[^}]+\}", "from-dot-env-" + "x" * 20, value))
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -297,7 +298,7 @@ def test_each_service_environment_is_valid_settings(service: str, monkeypatch: p
 
 
 #: the only variables compose takes from the host environment (.env): secrets, required (`:?`)
-SECRETS = {"CTXBUS_QDRANT_API_KEY", "GRAFANA_ADMIN_USER", "GRAFANA_ADMIN_PASSWORD"}
+SECRETS = {"CTXBUS_QDRANT_API_KEY", "CTXBUS_GATEWAY_SECRET", "GRAFANA_ADMIN_USER", "GRAFANA_ADMIN_PASSWORD"}
 _REQUIRED_VAR = re.compile(r"\$\{(\w+):\?[^}]+\}")
 
 
@@ -345,6 +346,23 @@ def test_the_gateway_serves_hooks_on_the_host_loopback() -> None:
     assert gateway["CTXBUS_GATEWAY_HOST"] == "0.0.0.0"  # inside the container; published on 127.0.0.1 only
     port = int(gateway["CTXBUS_GATEWAY_PORT"])
     assert published("ctxbus-gateway").get(port) == port
+
+
+def test_the_gateway_requires_its_secret_from_the_environment_and_admits_the_hosts_hooks_call() -> None:
+    """Issue 10, finding 4: the compose gateway needs the secret too (from .env: its data dir is not the host's),
+    and its Host check admits the address the hooks on the host call (CTXBUS_GATEWAY_URL=http://127.0.0.1:9470)."""
+    gateway = env("ctxbus-gateway")
+    assert gateway["CTXBUS_GATEWAY_SECRET"].startswith("${CTXBUS_GATEWAY_SECRET:?")
+    for name in CTXBUS_IMAGE_SERVICES:  # no other service serves HTTP the hooks call
+        assert name == "ctxbus-gateway" or "CTXBUS_GATEWAY_SECRET" not in env(name), name
+    port = int(gateway["CTXBUS_GATEWAY_PORT"])
+    host_port = published("ctxbus-gateway")[port]
+    allowed = GatewaySettings(allowed_hosts=gateway.get("CTXBUS_GATEWAY_ALLOWED_HOSTS", "")).allowed_host_list
+    # the hooks' Host is 127.0.0.1:<published port>: the gateway's own port, or one the allowed list names
+    assert host_port == port or f"127.0.0.1:{host_port}" in allowed
+    assert "CTXBUS_GATEWAY_SECRET" in COMPOSE_TEXT.split("x-ctxbus-env")[0]  # the header says where it comes from
+    example = (ROOT / "deploy/compose.env.example").read_text()
+    assert "CTXBUS_GATEWAY_SECRET=" in example and "CTXBUS_GATEWAY_URL" in example
 
 
 def test_every_setting_is_documented_in_the_readme() -> None:

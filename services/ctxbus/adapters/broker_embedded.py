@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from ctxbus.adapters.lifeline import lifeline
+from ctxbus.private_dir import make_private_dirs
 
 #: How long the broker may take to accept connections.
 START_TIMEOUT_S = 15.0
@@ -80,7 +81,7 @@ class EmbeddedBroker:
         ]
         env = {k: v for k, v in os.environ.items() if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL"}}
         if self._log_file is not None:
-            self._log_file.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self._log_file.parent)
             self._log = self._log_file.open("ab")
         self._proc = subprocess.Popen(
             cmd,

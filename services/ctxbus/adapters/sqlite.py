@@ -5,11 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ctxbus.private_dir import make_private_dirs
+
 
 def open_wal(path: Path, schema: str, *, synchronous: str = "FULL") -> sqlite3.Connection:
     """A connection in autocommit mode with WAL (readers in other processes never block the writer),
     usable from worker threads, with ``schema`` applied (``CREATE ... IF NOT EXISTS`` statements)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")

@@ -55,6 +55,7 @@ from ctxbus.adapters.store_payload import (
 from ctxbus.core.lexical import query_vector
 from ctxbus.memory.model import Feedback, MemoryItem, point_id
 from ctxbus.ports import SearchHit, SearchMode, SearchQuery, StoreBusy, StoreModelMismatch, Vector
+from ctxbus.private_dir import make_private_dirs
 
 META_FILE = "ctxbus-store.json"
 LOCK_FILE = "ctxbus-store.lock"
@@ -120,7 +121,7 @@ class EdgeVectorStore:
         self._path = Path(path)
         self._model_id = model_id
         self._dim = dim
-        self._path.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._path)
         self._shard: qe.EdgeShard | None = None
         self._lock: IO[str] | None = _lock(self._path)
         try:

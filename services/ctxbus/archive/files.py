@@ -19,6 +19,7 @@ import fastavro
 import structlog
 
 from ctxbus.archive.layout import RECORD_SCHEMA, SUFFIX, ArchivedFile, file_path, ordered, parse_file, window_of
+from ctxbus.private_dir import make_private_dirs
 
 log = structlog.get_logger("ctxbus.archive")
 
@@ -101,7 +102,7 @@ class PartitionWriter:
     def _open(self, window: datetime, start_offset: int) -> None:
         self.close()
         path = file_path(self._root, self.topic, self.partition, window, start_offset)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         # "xb": a name is never reused (offsets only grow); a leftover means a bug, and it must not be overwritten
         self._fo = path.open("xb")
         self._writer = fastavro.write.Writer(self._fo, RECORD_SCHEMA, codec="deflate", sync_interval=BLOCK_BYTES)

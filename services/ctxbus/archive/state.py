@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxbus.private_dir import make_private_dirs
+
 STATE_FILE = "state.json"
 
 
@@ -46,7 +48,7 @@ class ArchiveState:
         return cls(bases, groups)
 
     def save(self, root: Path) -> None:
-        root.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(root)
         tmp = root / f".{STATE_FILE}.tmp"
         with tmp.open("w", encoding="utf-8") as fo:
             json.dump({"bases": self.bases, "groups": self.groups}, fo, indent=1, sort_keys=True)

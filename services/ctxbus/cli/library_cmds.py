@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -20,6 +21,7 @@ from ctxbus.api import MAX_K, MODES, Memory, QueryError
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.payloads import TaskType
 from ctxbus.gateway.library import MAX_QUERIES, result_line
+from ctxbus.hooks.wire import read_secret
 from ctxbus.observability import configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.runtime import read_runtime
@@ -68,9 +70,16 @@ def _post(settings: Settings, path: str, body: dict[str, Any]) -> Any:
     runtime = read_runtime(settings)
     if runtime is None:
         raise CliError("the memory store is in use by another process and no running ctxbus stack was found", 1)
-    url = f"http://{settings.gateway.host}:{runtime.gateway_port}{path}"
+    host = "127.0.0.1" if settings.gateway.host in ("0.0.0.0", "::", "") else settings.gateway.host
+    url = f"http://{host}:{runtime.gateway_port}{path}"
+    secret = read_secret(dict(os.environ), str(settings.data_dir))
+    if secret is None:
+        raise CliError(
+            f"no gateway secret in {settings.data_dir} (nor CTXBUS_GATEWAY_SECRET): is this the stack's data dir?", 1
+        )
     data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"}, method="POST")
+    headers = {"content-type": "application/json", "authorization": f"Bearer {secret}"}
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=GATEWAY_TIMEOUT_S) as response:
             return json.loads(response.read())

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiokafka.errors import KafkaError
+
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
 from ctxbus.cli.errors import CliError
@@ -20,15 +22,16 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MemoryUpserted
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks.fallback import HOME_PATTERNS
+from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.ingest import Progress as ProgressCallback
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.markdown_file import parse_markdown
-from ctxbus.memory.model import MemoryItem
+from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.memory.parse_result import MemoryFileError, ParsedMemories
 from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, merge_pattern_files, parse_pattern_file
 from ctxbus.ports import StoreBusy, StoreModelMismatch
-from ctxbus.runtime import kafka_config, read_runtime
+from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -70,6 +73,13 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help=f"how long --wait waits for the store's answers (default {DEFAULT_TIMEOUT_S:.0f}); past it the command "
         f"says how many items are confirmed and exits {EXIT_TIMEOUT}",
+    )
+    imp.add_argument(
+        "--global",
+        dest="allow_global",
+        action="store_true",
+        help=f'allow items of the global scope ({GLOBAL_PROJECT!r} or "global" in a .jsonl line: every project '
+        "reads them); without it such items are rejected and the others imported",
     )
     imp.set_defaults(handler=cmd_import)
 
@@ -125,10 +135,11 @@ async def import_through_bus(
     wait: bool,
     timeout_s: float,
     progress: ProgressCallback | None = None,
+    global_write: bool = False,
 ) -> BusImport:
     """Send the items to the store's owner (``memory.upserted``, at most MAX_ITEMS_PER_UPSERT an event, halved
     until each fits the record limit); with ``wait``, read its ``memory.stored`` answers (by correlation id) until
-    all came or ``timeout_s`` passed."""
+    all came or ``timeout_s`` passed. ``global_write``: the records carry the marker global items need."""
     config = kafka_config(settings)
     topics = Topics(settings.topic_prefix)
     async with EventPublisher(config, "cli", schemas_topic=topics.schemas) as publisher:
@@ -142,6 +153,7 @@ async def import_through_bus(
                 session_id="memory-import",
                 producer="cli",
                 replies=replies,
+                global_write=global_write,
             )
 
         if not wait:
@@ -176,12 +188,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.timeout > 0:
         raise CliError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     parsed = parse_file(args.file, project, home=Path.home() if args.with_home else None)
+    items, refused = global_scope.split(parsed.items, args.allow_global)
     _emit([{"error": str(err)} for err in parsed.errors])
-    result: dict[str, object] = {"rejected": len(parsed.errors), "project": project}
+    _emit([{"error": f"{i.id} ({i.project}): {global_scope.refusal(global_scope.CLI_FLAG)}"} for i in refused])
+    rejected = len(parsed.errors) + len(refused)
+    result: dict[str, object] = {"rejected": rejected, "project": project}
     progress = Progress("ctxbus: storing")
     try:
         try:
-            report = import_direct(settings, parsed.items, progress)
+            report = import_direct(settings, items, progress)
         finally:
             progress.close()
         lines, counts = direct_report(report)
@@ -190,11 +205,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     except StoreModelMismatch as exc:
         raise CliError(str(exc), 1) from exc
     except StoreBusy as exc:
-        if read_runtime(settings) is None:  # busy, but not by a stack we can reach
-            raise CliError(str(exc), 1) from exc
-        return _through_bus(settings, args, project, parsed.items, result)
+        # another process owns the store (``ctxbus up``, or a ``ctxbus run retriever`` on a configured broker): the
+        # memories go to it through the broker, when there is one to reach
+        try:
+            kafka_config(settings)
+        except NoBroker:
+            raise CliError(
+                f"{exc}. No broker to send the memories through: set CTXBUS_KAFKA_BOOTSTRAP_SERVERS to the broker "
+                "the services use (for `ctxbus run` services), or start the stack with `ctxbus up`",
+                1,
+            ) from exc
+        return _through_bus(settings, args, project, items, result)
     print(json.dumps(result))
-    return 0 if not parsed.errors else EXIT_REJECTED
+    return 0 if not rejected else EXIT_REJECTED
 
 
 def _through_bus(
@@ -202,10 +225,25 @@ def _through_bus(
 ) -> int:
     via = Topics(settings.topic_prefix).memory_upserted
     progress = Progress("ctxbus: stored by the running stack")
+    config = kafka_config(settings)
     try:
         sent = asyncio.run(
-            import_through_bus(settings, project, items, wait=args.wait, timeout_s=args.timeout, progress=progress)
+            import_through_bus(
+                settings,
+                project,
+                items,
+                wait=args.wait,
+                timeout_s=args.timeout,
+                progress=progress,
+                global_write=args.allow_global,
+            )
         )
+    except (KafkaError, LookupError) as exc:  # LookupError: the topics are missing
+        raise CliError(
+            f"the store is in use by another process, and the memories cannot go through the broker: cannot reach "
+            f"the broker at {config.bootstrap_servers}: {exc or type(exc).__name__}",
+            1,
+        ) from exc
     finally:
         progress.close()
     if not args.wait:

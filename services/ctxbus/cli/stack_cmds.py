@@ -22,9 +22,11 @@ from ctxbus.cli import adversarial_cmds, chaos_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
+from ctxbus.gateway.secret_file import SecretFileError, gateway_secret
 from ctxbus.hooks import ensure_bytecode
 from ctxbus.observability import Metrics, MetricsListenError, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
+from ctxbus.private_dir import make_private_dirs
 from ctxbus.runtime import NoBroker, RuntimeInfo, clear_stale_runtime, kafka_config, read_runtime
 from ctxbus.settings import Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
@@ -124,6 +126,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     cleared = clear_stale_runtime(settings)
     if cleared:
         log.warning("stale_runtime", detail=cleared)
+    try:  # the data dir (0700) and the gateway's secret (0600) before anything starts
+        make_private_dirs(settings.data_dir)
+        gateway_secret(settings)
+    except OSError as exc:
+        raise CliError(f"cannot prepare the data dir {settings.data_dir}: {exc}", 1) from exc
     broker: EmbeddedBroker | None = None
     if settings.kafka.embedded:
         try:
@@ -275,7 +282,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
     try:
         return asyncio.run(_run_one(args.service, settings, config))
-    except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
+    except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError, SecretFileError) as exc:
         raise CliError(str(exc), 1) from exc
     except KafkaError as exc:
         raise CliError(_unreachable(config, exc), 1) from exc

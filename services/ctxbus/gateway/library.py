@@ -12,12 +12,13 @@ result line per query, in order]}`` where a bad query's line is ``{"id": ..., "e
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ctxbus.api import MODES, Memory, QueryError, SearchResult
+from ctxbus.gateway.hook_input import parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
+from ctxbus.hooks.project import MAX_PROJECT_CHARS
 
 #: most queries in one /v1/search call
 MAX_QUERIES = 1_000
@@ -50,17 +51,16 @@ def result_line(query_id: Any, result: SearchResult) -> dict[str, Any]:
 def _body(request: Request) -> dict[str, Any]:
     if request.method != "POST":
         raise HttpError(405, f"POST a JSON object to {request.path}")
-    try:
-        body = json.loads(request.body or b"null")
-    except ValueError as exc:
-        raise HttpError(400, f"the body is not JSON: {exc}") from exc
-    except RecursionError:
-        raise HttpError(400, "the body is not JSON: nested too deeply") from None
-    if not isinstance(body, dict):
-        raise HttpError(400, "the body must be a JSON object")
+    body = parse_object(request.body, "the body")
     project = body.get("project")
     if not isinstance(project, str) or not project.strip():
         raise HttpError(400, "project is missing or blank")
+    if len(project) > MAX_PROJECT_CHARS:
+        raise HttpError(
+            400,
+            f"project is {len(project)} characters; a project id has at most {MAX_PROJECT_CHARS} "
+            "(hook project ids longer than that are shortened with a hash: ctxbus.hooks.project.shorten_project)",
+        )
     return body
 
 

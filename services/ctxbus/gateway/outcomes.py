@@ -47,7 +47,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.hook_evidence import prompt_evidence, prompt_key, tool_evidence
 from ctxbus.core.outcome_rules import Decision, Evidence, decide
 from ctxbus.gateway import transcript_file
-from ctxbus.hooks.project import project_for
+from ctxbus.gateway.identity import project_of
 from ctxbus.hooks.requests import session_of
 
 log = structlog.get_logger("ctxbus.gateway.outcomes")
@@ -105,8 +105,7 @@ class OutcomeTracker:
     # -- state ------------------------------------------------------------------------------------------------
 
     def _window(self, hook_input: dict[str, Any]) -> SessionWindow:
-        cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
-        key = (project_for(cwd), session_of(hook_input))
+        key = (project_of(hook_input), session_of(hook_input))
         window = self._windows.get(key)
         if window is None:
             window = SessionWindow(*key)

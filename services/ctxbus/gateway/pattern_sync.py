@@ -35,6 +35,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.hooks.project import git_root
 from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, merge_pattern_files
+from ctxbus.private_dir import make_private_dirs
 
 log = structlog.get_logger("ctxbus.gateway.patterns")
 
@@ -140,7 +141,7 @@ class PatternSync:
         return digest if isinstance(digest, str) else None
 
     def _record(self, project: str, pending: Pending, **facts: Any) -> None:
-        self._state_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._state_dir)
         state = {
             "project": project,
             "digest": pending.digest,

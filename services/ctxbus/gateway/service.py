@@ -12,7 +12,6 @@ file (seed 002), never nothing.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,13 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
 from ctxbus.core.hook_evidence import TOOL_EVENTS
+from ctxbus.gateway.hook_input import clean_strings, event_of, parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
+from ctxbus.gateway.identity import NO_CWD, identify, project_of, resolved
 from ctxbus.gateway.library import LibraryRoutes
 from ctxbus.gateway.outcomes import OutcomeTracker
 from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
-from ctxbus.hooks.project import project_for
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
 from ctxbus.observability import Metrics
 from ctxbus.settings import HookSettings
@@ -82,22 +82,22 @@ class HookGateway:
             raise HttpError(404, f"no route {request.path}")
         if request.method != "POST":
             raise HttpError(405, "POST hook input JSON to /v1/hooks")
-        try:
-            hook_input = json.loads(request.body or b"null")
-        except ValueError as exc:
-            raise HttpError(400, f"hook input is not JSON: {exc}") from exc
-        except RecursionError:
-            raise HttpError(400, "hook input is not JSON: nested too deeply") from None
-        if not isinstance(hook_input, dict):
-            raise HttpError(400, "hook input must be a JSON object")
-        event = hook_input.get("hook_event_name") or request.headers.get(EVENT_HEADER)
-        if not isinstance(event, str) or not event:
+        hook_input = parse_object(request.body, "hook input")
+        clean_strings(hook_input)  # a lone surrogate is replaced, never the reason for an empty context
+        event = event_of(hook_input, request.headers.get(EVENT_HEADER))
+        if event is None:
             raise HttpError(400, "hook input has no hook_event_name")
         hook_input["hook_event_name"] = event
+        identity = identify(hook_input, request.headers)
+        resolved(hook_input, identity)
         started = time.perf_counter()
         outcome = "disabled"
         body: dict[str, Any] = hook_output(event, "", self._settings.max_chars)
-        if self._settings.enabled:
+        if self._settings.enabled and identity.project is None:
+            # nothing says whose hook this is: never the gateway's own directory or environment
+            log.warning("hook_without_cwd", hook_event=event, reason="the hook input has no absolute cwd")
+            outcome = NO_CWD
+        elif self._settings.enabled:
             budget_s = self._budget(request)
             if event in CONTEXT_EVENTS:
                 await self._before_context(event, hook_input, budget_s)
@@ -121,8 +121,10 @@ class HookGateway:
 
     async def _context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> tuple[dict[str, Any], str]:
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
-        project = project_for(cwd)
-        if self._patterns is not None and event == "SessionStart":  # the project's pattern file feeds the store
+        project = project_of(hook_input)
+        if (
+            self._patterns is not None and event == "SessionStart" and cwd is not None
+        ):  # its pattern file feeds the store
             budget_s = await self._patterns.at_session_start(cwd, project, budget_s)
         try:
             payload = request_for(hook_input, self._settings)
@@ -161,6 +163,8 @@ class HookGateway:
         return hook_output(event, context, self._settings.max_chars), "injected" if context else "empty"
 
     def _file_fallback(self, cwd: str | None) -> str:
+        if cwd is None:  # the client named the project but no directory: no pattern file to read
+            return ""
         # the confidence floor of the retrieval does not apply to pattern files unless set explicitly
         explicit = "min_confidence" in self._settings.model_fields_set
         return fallback.context_for_cwd(
@@ -192,12 +196,13 @@ class HookGateway:
         if event == "Stop":
             return "ignored"
         # inference off: the session's end still counts as one use of what was injected
-        cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         reason = hook_input.get("reason") if isinstance(hook_input.get("reason"), str) else None
         notes = "no_evidence: outcome inference is off (CTXBUS_HOOK_OUTCOMES=false)" + (
             f". reason: {reason}" if reason else ""
         )
         payload = OutcomeRecorded(source=f"hook.{event}:no_evidence", notes=notes)
-        outcome = Envelope.root(payload, project=project_for(cwd), session_id=session_of(hook_input), producer=SERVICE)
+        outcome = Envelope.root(
+            payload, project=project_of(hook_input), session_id=session_of(hook_input), producer=SERVICE
+        )
         await self._publisher.publish(self._topics.outcome_recorded, outcome)
         return "outcome_published"

@@ -15,6 +15,8 @@ import socket
 import sys
 import time
 
+from ctxbus.hooks.wire import client_headers
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms per hook process
     from typing import Any
@@ -30,8 +32,10 @@ EVENTS = {
 CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 DEFAULT_TIMEOUT_MS = 2_000
 DEFAULT_GATEWAY_PORT = 9470
-#: stdin read at most (a bigger hook input is cut, and its prompt with it)
+#: a hook input this large or larger has its prompt trimmed before posting (ctxbus.hooks.oversize)
 MAX_INPUT_BYTES = 4_000_000
+#: stdin read at most (a bigger input is read up to here: its prompt is trimmed, its JSON closed)
+MAX_READ_BYTES = 16_000_000
 MAX_PROMPT_CHARS = 100_000
 MAX_CONTEXT_CHARS = 10_000
 #: the watchdog fires this long before the timeout, to print and exit in time
@@ -85,10 +89,12 @@ def log(env: dict[str, str], message: str, **fields: Any) -> None:
     """One JSON line in the hook log; a log that cannot be written is not the hook's failure."""
     import json  # noqa: PLC0415  (logging happens on slow paths only)
 
+    from ctxbus.private_dir import make_private_dirs  # noqa: PLC0415
+
     path = env.get("CTXBUS_HOOK_LOG_FILE") or os.path.join(data_dir(env), "hook.log")
     line = json.dumps({"ts": time.time(), "event": message, **fields}, default=str)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_private_dirs(os.path.dirname(path))
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
     except OSError as exc:  # stderr is Claude Code's debug channel; stdout stays the hook output
@@ -116,14 +122,19 @@ def _runtime_gateway_port(text: str) -> int:
     return int(digits)
 
 
-def post(address: tuple[str, int], body: bytes, event: str, timeout_s: float, budget_ms: int) -> bytes:
-    """POST /v1/hooks over a plain socket (http.client alone costs ~60 ms to import); the answer's body."""
+def post(
+    address: tuple[str, int], body: bytes, event: str, timeout_s: float, budget_ms: int, headers: str = ""
+) -> bytes:
+    """POST /v1/hooks over a plain socket (http.client alone costs ~60 ms to import); the answer's body.
+    ``headers``: more header lines, CRLF-terminated (the secret, the caller's project and cwd: hooks.wire)."""
     deadline = time.monotonic() + timeout_s
-    with socket.create_connection(address, timeout=timeout_s) as sock:
+    name = address[0].strip("[]")
+    host = f"[{name}]" if ":" in name else name
+    with socket.create_connection((name, address[1]), timeout=timeout_s) as sock:
         head = (
-            f"POST /v1/hooks HTTP/1.1\r\nHost: {address[0]}:{address[1]}\r\nContent-Type: application/json\r\n"
+            f"POST /v1/hooks HTTP/1.1\r\nHost: {host}:{address[1]}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nX-Ctxbus-Timeout-Ms: {budget_ms}\r\nX-Ctxbus-Hook-Event: {event}\r\n"
-            "Connection: close\r\n\r\n"
+            f"{headers}Connection: close\r\n\r\n"
         )
         sock.sendall(head.encode("latin-1") + body)
         chunks = []
@@ -136,9 +147,20 @@ def post(address: tuple[str, int], body: bytes, event: str, timeout_s: float, bu
     raw = b"".join(chunks)
     head_bytes, _, payload = raw.partition(b"\r\n\r\n")
     status = head_bytes.split(b" ", 2)[1] if head_bytes.count(b" ") >= 1 else b""
+    if status in (b"401", b"403"):
+        raise GatewayRefused(int(status), payload[:500].decode("utf-8", "replace"))
     if status != b"200" or not payload.startswith(b"{"):
         raise ValueError(f"gateway answered {head_bytes[:80]!r}")
     return payload
+
+
+class GatewayRefused(ValueError):
+    """The gateway would not handle the call (no secret, a wrong one, a refused Host): logged as such."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"gateway refused the call ({status}): {detail}")
+        self.status = status
+        self.detail = detail
 
 
 def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> str:
@@ -177,28 +199,28 @@ def _enabled(env: dict[str, str]) -> bool:
 
 
 def read_input(raw: bytes) -> dict[str, Any]:
-    import json  # noqa: PLC0415  (slow paths only)
+    """The hook input (its prompt trimmed to MAX_PROMPT_CHARS); ValueError when it is no JSON object."""
+    from ctxbus.hooks.oversize import parse, trim_prompt  # noqa: PLC0415  (slow paths only)
 
-    try:
-        data = json.loads(raw.decode("utf-8", "replace"))
-    except RecursionError:
-        raise ValueError("hook input is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise ValueError("hook input is not a JSON object")
-    prompt = data.get("prompt")
-    if isinstance(prompt, str) and len(prompt) > MAX_PROMPT_CHARS:
-        data["prompt"] = prompt[:MAX_PROMPT_CHARS]
+    data = parse(raw, cut=len(raw) >= MAX_READ_BYTES)
+    trim_prompt(data, MAX_PROMPT_CHARS)
     return data
 
 
-def request_body(stdin: bytes, event: str) -> bytes:
-    """The bytes to post: stdin as is, unless it had to be cut (then re-encoded with the prompt trimmed)."""
+def request_body(stdin: bytes, event: str, env: dict[str, str] | None = None) -> bytes:
+    """The bytes to post: stdin as is, unless it is too large: then re-encoded with the prompt trimmed (logged)."""
     if len(stdin) < MAX_INPUT_BYTES:
         return stdin
     import json  # noqa: PLC0415
 
-    data = read_input(stdin)
-    data.setdefault("hook_event_name", event)
+    from ctxbus.hooks.oversize import parse, trim_prompt  # noqa: PLC0415
+
+    cut = len(stdin) >= MAX_READ_BYTES
+    data = parse(stdin, cut=cut)
+    chars = trim_prompt(data, MAX_PROMPT_CHARS)
+    data["hook_event_name"] = event  # the sub-command that ran, whatever the input says
+    if env is not None and (chars is not None or cut):
+        log(env, "prompt_trimmed", hook=event, bytes=len(stdin), chars=chars, kept=MAX_PROMPT_CHARS, cut=cut)
     return json.dumps(data).encode("utf-8")
 
 
@@ -210,10 +232,13 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
         return
     remaining = timeout_s - (time.monotonic() - started) - FALLBACK_RESERVE_S
     try:
-        body = request_body(stdin, event)
-        answer = post(gateway_address(env), body, event, max(0.05, remaining), int(remaining * 1000))
+        body = request_body(stdin, event, env)
+        headers = client_headers(env, data_dir(env))
+        answer = post(gateway_address(env), body, event, max(0.05, remaining), int(remaining * 1000), headers)
         emitter.emit_raw(answer)
         return
+    except GatewayRefused as exc:
+        log(env, "gateway_refused", hook=slug, status=exc.status, error=exc.detail)
     except (OSError, ValueError) as exc:
         log(env, "gateway_unreachable", hook=slug, error=repr(exc), ms=round((time.monotonic() - started) * 1000))
     if event not in CONTEXT_EVENTS:
@@ -259,7 +284,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGALRM, watchdog)
     signal.setitimer(signal.ITIMER_REAL, max(0.01, timeout_s - WATCHDOG_MARGIN_S))
     try:
-        stdin = sys.stdin.buffer.read(MAX_INPUT_BYTES)
+        stdin = sys.stdin.buffer.read(MAX_READ_BYTES)
         run(slug, stdin, env, emitter, started)
     except Exception as exc:  # last line of defence: valid output, exit 0
         log(env, "hook_failed", hook=slug, error=repr(exc))
@@ -283,8 +308,8 @@ def learned_patterns_main(env: dict[str, str]) -> int:
         request = json.loads(sys.stdin.buffer.read(MAX_INPUT_BYTES) or b"{}")
         if not isinstance(request, dict):
             raise ValueError("input is not a JSON object")
-    except ValueError as exc:
-        log(env, "learned_patterns_bad_input", error=str(exc))
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        log(env, "learned_patterns_bad_input", error=str(exc) or type(exc).__name__)
         result = failed(started)
     else:
         cwd = os.getcwd()

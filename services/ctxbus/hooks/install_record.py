@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxbus.private_dir import make_private_dirs
+
 FOLDER = "hooks-install"
 
 
@@ -57,7 +59,7 @@ class InstallRecord:
 
     def save(self, data_dir: Path) -> None:
         target = _file(data_dir, Path(self.path))
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(target.parent)
         tmp = target.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self), ensure_ascii=False), encoding="utf-8")
         os.chmod(tmp, 0o600)  # it may hold a copy of the user's settings

@@ -15,6 +15,9 @@ import re
 _REMOTE = re.compile(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', re.S)
 _SCP = re.compile(r"^[\w.-]+@([\w.-]+):(.+)$")
 MAX_PROJECT_CHARS = 200
+#: a shortened id: its first HEAD_CHARS, "...", its last characters, "~" and HASH_CHARS hex digits of its sha256
+HEAD_CHARS = 120
+HASH_CHARS = 16
 
 
 def git_root(start: str) -> str | None:
@@ -89,12 +92,25 @@ def configured_project(root: str) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+def shorten_project(project: str) -> str:
+    """``project`` itself when it fits MAX_PROJECT_CHARS, else its head, "...", its tail and a hash of the whole:
+    readable at both ends, and distinct for distinct ids."""
+    if len(project) <= MAX_PROJECT_CHARS:
+        return project
+    import hashlib  # noqa: PLC0415  (the hook client imports this module; long ids are rare)
+
+    digest = hashlib.sha256(project.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
+    tail = MAX_PROJECT_CHARS - HEAD_CHARS - len("...") - 1 - HASH_CHARS
+    return f"{project[:HEAD_CHARS]}...{project[-tail:]}~{digest}"
+
+
 def project_for(cwd: str | None, env: dict[str, str] | None = None) -> str:
+    """The project of a working directory (``env``: whose CTXBUS_PROJECT counts; the gateway passes ``{}``)."""
     env = os.environ if env is None else env  # type: ignore[assignment]
     override = (env or {}).get("CTXBUS_PROJECT", "").strip()
     if override:
-        return override[:MAX_PROJECT_CHARS]
+        return shorten_project(override)
     base = os.path.abspath(cwd or os.getcwd())
     root = git_root(base) or base
     project = configured_project(root) or origin_remote(root) or root
-    return project[:MAX_PROJECT_CHARS]
+    return shorten_project(project)

@@ -2,9 +2,11 @@
 each with ``memory.stored`` once its items are written and searchable (what happened to every item, in order).
 
 Tenant scope holds: an event may write only its own project and the global scope; an item of another project is
-rejected (with the reason) and the others are stored. Upserts are idempotent (same project and id: the same point,
-exact copies merge into the same item), so a redelivered event changes nothing; the runner skips an event it has
-already answered (the answer's causation id is the event's id).
+rejected (with the reason) and the others are stored. A global item is taken only from a record that carries the
+producer's explicit marker (:mod:`ctxbus.memory.global_scope`); without it, it is rejected with the reason.
+Upserts are idempotent (same project and id: the same point, exact copies merge into the same item), so a
+redelivered event changes nothing; the runner skips an event it has already answered (the answer's causation id
+is the event's id).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from collections.abc import Sequence
 
 import structlog
 
-from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.runner import RECORD_HEADERS, Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import MemoryAction, MemoryStored, MemoryStoreResult, MemoryUpserted
 from ctxbus.contract.topics import Topics
+from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import Action, IngestReport, ingest
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.ports import Embedder, VectorStore
@@ -48,13 +51,30 @@ def _result(item: MemoryItem, report: IngestReport, index: int) -> MemoryStoreRe
     )
 
 
-def stored_answer(items: Sequence[MemoryItem], project: str, report: IngestReport) -> MemoryStored:
-    """The answer to an upsert of ``items`` by ``project``: one result per item in order (foreign ones rejected)."""
+def _rejection(item: MemoryItem, project: str, global_allowed: bool) -> str | None:
+    """Why the store's owner does not write ``item`` of an upsert by ``project`` (None: it does)."""
+    if item.project not in (project, GLOBAL_PROJECT):
+        return f"an event of project {project!r} may write only that project and {GLOBAL_PROJECT!r}"
+    if item.project == GLOBAL_PROJECT and not global_allowed:
+        return f"{global_scope.refusal(global_scope.BUS_MARKER)}; the record has none"
+    return None
+
+
+def accepted(items: Sequence[MemoryItem], project: str, *, global_allowed: bool) -> list[MemoryItem]:
+    """The items of an upsert by ``project`` that are written, in order."""
+    return [i for i in items if _rejection(i, project, global_allowed) is None]
+
+
+def stored_answer(
+    items: Sequence[MemoryItem], project: str, report: IngestReport, *, global_allowed: bool
+) -> MemoryStored:
+    """The answer to an upsert of ``items`` by ``project``: one result per item in order (foreign items, and global
+    ones without ``global_allowed``, rejected with the reason)."""
     results: list[MemoryStoreResult] = []
     written = 0
     for item in items:
-        if item.project not in (project, GLOBAL_PROJECT):
-            reason = f"an event of project {project!r} may write only that project and {GLOBAL_PROJECT!r}"
+        reason = _rejection(item, project, global_allowed)
+        if reason is not None:
             results.append(
                 MemoryStoreResult(id=item.id, project=item.project, action=MemoryAction.REJECTED, reason=reason)
             )
@@ -74,12 +94,13 @@ class MemoryUpsertHandler:
         if not isinstance(event.payload, MemoryUpserted):
             raise PoisonEvent(f"the memory consumer takes memory.upserted events, not {event.event_type}")
         upserted: MemoryUpserted = event.payload
-        accepted = [i for i in upserted.items if i.project in (event.project, GLOBAL_PROJECT)]
+        global_allowed = global_scope.marked(RECORD_HEADERS.get())
+        written = accepted(upserted.items, event.project, global_allowed=global_allowed)
         try:
-            report = await asyncio.to_thread(ingest, accepted, self._embedder, self._store)
+            report = await asyncio.to_thread(ingest, written, self._embedder, self._store)
         except (OSError, TimeoutError) as exc:
             raise RetriableError(f"vector store unavailable: {exc}") from exc
-        answer = stored_answer(upserted.items, event.project, report)
+        answer = stored_answer(upserted.items, event.project, report, global_allowed=global_allowed)
         counts = {a.value: sum(1 for r in answer.results if r.action is a) for a in MemoryAction}
         log.info(
             "memory_stored",

@@ -6,6 +6,7 @@ tests/integration/test_outcome_inference.py); transcripts are real files.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,13 +47,15 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def tracker(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> OutcomeTracker:
-    monkeypatch.setenv("CTXBUS_PROJECT", PROJECT)
+def tracker(recorder: Recorder) -> OutcomeTracker:
     return OutcomeTracker(Topics("t"), recorder)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def transcript(tmp_path: Path) -> Path:
+    """The session's transcript, in a directory of project PROJECT (the hooks' cwd; never the gateway's env)."""
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "ctxbus.json").write_text(json.dumps({"project": PROJECT}))
     path = tmp_path / "s1.jsonl"
     path.touch()
     return path
@@ -184,9 +187,8 @@ async def test_an_interrupted_turn_is_read_at_the_next_prompt(
 
 
 async def test_a_restarted_gateway_rereads_the_last_turn_as_the_same_event(
-    recorder: Recorder, transcript: Path, monkeypatch: pytest.MonkeyPatch
+    recorder: Recorder, transcript: Path
 ) -> None:
-    monkeypatch.setenv("CTXBUS_PROJECT", PROJECT)
     append(transcript, prompt("old turn"), bash("t0"), result("t0", FAIL, 1), say("Broken."))
     first = OutcomeTracker(Topics("t"), recorder)  # type: ignore[arg-type]
     await first.prompt(hook("UserPromptSubmit", transcript, prompt="fix it"), 1.0)

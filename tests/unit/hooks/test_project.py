@@ -4,7 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from ctxbus.hooks.project import git_root, normalise_remote, project_for
+from ctxbus.hooks.project import (
+    HEAD_CHARS,
+    MAX_PROJECT_CHARS,
+    git_root,
+    normalise_remote,
+    project_for,
+    shorten_project,
+)
 
 
 @pytest.mark.parametrize(
@@ -64,3 +71,25 @@ def test_outside_any_repository_the_directory_itself(tmp_path: Path) -> None:
     plain = tmp_path / "notes"
     plain.mkdir()
     assert project_for(str(plain), env={}) == str(plain)
+
+
+def test_long_ids_are_shortened_with_a_hash_never_cut(tmp_path: Path) -> None:
+    """Issue 10, finding 5: two repositories whose paths share their first 200 characters were one project."""
+    base = tmp_path / ("x" * 150) / ("y" * 100)
+    a, b = repo(base / "a"), repo(base / "b")
+    pa, pb = project_for(str(a / "src"), env={}), project_for(str(b / "src"), env={})
+    assert str(a)[:MAX_PROJECT_CHARS] == str(b)[:MAX_PROJECT_CHARS]  # what cutting made one project
+    assert pa != pb
+    assert len(pa) == len(pb) == MAX_PROJECT_CHARS
+    assert pa.startswith(str(a)[:HEAD_CHARS]) and "..." in pa and pa.split("~")[0].endswith("/a/work/web")
+    assert project_for(str(a), env={}) == pa  # stable
+
+
+def test_a_long_ctxbus_project_is_shortened_the_same_way() -> None:
+    long = "team/" + "p" * 300
+    assert project_for("/", env={"CTXBUS_PROJECT": long}) == shorten_project(long)
+    assert shorten_project(long) != shorten_project(long + "q")
+    assert shorten_project("acme/web") == "acme/web"
+    exact = "z" * MAX_PROJECT_CHARS
+    assert shorten_project(exact) == exact
+    assert len(shorten_project(exact + "z")) == MAX_PROJECT_CHARS

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ctxbus.contract.payloads import MemoryAction
 from ctxbus.memory.ingest import Action, IngestReport, ItemResult
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
-from ctxbus.retriever.memory_upserts import stored_answer
+from ctxbus.retriever.memory_upserts import accepted, stored_answer
 
 
 def item(item_id: str, project: str = "acme", **fields: object) -> MemoryItem:
@@ -33,7 +33,7 @@ def test_every_item_is_answered_in_order_and_only_the_foreign_one_is_rejected() 
         superseded=(("acme", "old"),),
         supersede_missing=(("acme", "ghost"),),
     )
-    answer = stored_answer(items, "acme", report)
+    answer = stored_answer(items, "acme", report, global_allowed=True)
     assert [(r.id, r.action, r.into, r.cluster_id) for r in answer.results] == [
         ("a", MemoryAction.ADDED, None, "a"),
         ("x", MemoryAction.REJECTED, None, None),
@@ -47,3 +47,18 @@ def test_every_item_is_answered_in_order_and_only_the_foreign_one_is_rejected() 
     assert "exact duplicate of 'a'" in (reasons[3] or "")
     assert reasons[0] is None and reasons[4] is None
     assert answer.superseded == ("old",)
+
+
+def test_a_global_item_without_the_producers_marker_is_rejected_with_the_reason() -> None:
+    items = [item("a"), item("g", GLOBAL_PROJECT), item("x", "other")]
+    assert [i.id for i in accepted(items, "acme", global_allowed=False)] == ["a"]
+    assert [i.id for i in accepted(items, "acme", global_allowed=True)] == ["a", "g"]
+    report = IngestReport(results=(ItemResult("a", "acme", Action.ADDED, "a"),), projects=("acme",))
+    answer = stored_answer(items, "acme", report, global_allowed=False)
+    assert [(r.id, r.action) for r in answer.results] == [
+        ("a", MemoryAction.ADDED),
+        ("g", MemoryAction.REJECTED),
+        ("x", MemoryAction.REJECTED),
+    ]
+    reason = answer.results[1].reason or ""
+    assert "'__global__'" in reason and "ctxbus-global-write" in reason and "--global" in reason

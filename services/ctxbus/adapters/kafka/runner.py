@@ -20,6 +20,7 @@ import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import structlog
@@ -56,6 +57,9 @@ class Output:
 
 
 Handler = Callable[[AnyEnvelope], Awaitable[Sequence[Output]]]
+#: the Kafka headers of the record whose event the handler is handling (a handler that heeds a producer's marker,
+#: such as ctxbus.memory.global_scope's, reads them here; empty outside a handler)
+RECORD_HEADERS: ContextVar[tuple[tuple[str, bytes], ...]] = ContextVar("ctxbus_record_headers", default=())
 
 
 class RetriableError(Exception):
@@ -228,7 +232,11 @@ class ConsumerRunner:
                 self._metrics.consumed.labels(self.name, self._topic, "duplicate").inc()
                 log.info("duplicate_skipped", offset=msg.offset)
                 return
-            outputs = await self._handle_with_retries(msg, event)
+            headers = RECORD_HEADERS.set(tuple(msg.headers or ()))
+            try:
+                outputs = await self._handle_with_retries(msg, event)
+            finally:
+                RECORD_HEADERS.reset(headers)
             if outputs is None:
                 return
             try:  # every output is sized before any is sent

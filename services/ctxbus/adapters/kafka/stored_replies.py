@@ -22,6 +22,7 @@ from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryStored, MemoryUpserted
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
+from ctxbus.memory.global_scope import marker
 from ctxbus.memory.model import MemoryItem
 
 log = structlog.get_logger("ctxbus.reply")
@@ -123,11 +124,13 @@ async def send_upserts(
     session_id: str,
     producer: str,
     replies: StoredReplies | None = None,
+    global_write: bool = False,
 ) -> list[Envelope[MemoryUpserted]]:
     """Send the items to the store's owner in upsert events of at most MAX_ITEMS_PER_UPSERT items that fit the
     record limit (a chunk over it is halved until it fits; one item over it raises RecordTooLarge), all with one
     correlation id (so are the answers). Each event is registered with ``replies`` (when given) before it is sent.
-    Returns the events sent, in order."""
+    ``global_write``: the records carry the marker that lets global items in (ctxbus.memory.global_scope; only a
+    caller the user flagged sets it). Returns the events sent, in order."""
     correlation = uuid.uuid4()
     sent: list[Envelope[MemoryUpserted]] = []
 
@@ -141,6 +144,8 @@ async def send_upserts(
         )
         try:
             record = publisher.prepare(topic, event)
+            if global_write:
+                record = publisher.prepare_raw(topic, record.value, record.key, [*record.headers, marker()])
         except RecordTooLarge:
             if len(chunk) == 1:
                 raise
