@@ -27,6 +27,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
 from ctxbus.core.agent_state import INJECTION_LOG_KEY, AgentState, parse_state
+from ctxbus.core.deadlines import deadline_for, with_deadline
 from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, Similarity, assess_gap
 from ctxbus.ports import Embedder, Vector
 from ctxbus.runtime import kafka_config
@@ -222,7 +223,9 @@ async def fill_gap(
         raise GapInputError(
             f"a {gap.reason.value} gap was found but the state has no {' and '.join(missing)} to request with", missing
         )
-    event = Envelope.root(gap_request(gap, parsed, settings), project=project, session_id=session, producer=PRODUCER)
+    now = datetime.now(UTC)  # the request's deadline: when this call stops waiting (real time, not ``clock``)
+    payload = with_deadline(gap_request(gap, parsed, settings), deadline_for(now, timeout_s))
+    event = Envelope.root(payload, project=project, session_id=session, producer=PRODUCER, now=now)
     injected = await _request(settings, event, gap, timeout_s)
     new_state, entry = apply_injection(state, gap, injected, clock())
     p = injected.payload

@@ -24,6 +24,8 @@ from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
+from ctxbus.core.deadlines import EXPIRED, with_deadline
+from ctxbus.gateway.deadline import HookWait
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.library import LibraryRoutes
 from ctxbus.hooks import fallback
@@ -110,11 +112,14 @@ class HookGateway:
         except (HookInputError, ValueError) as exc:
             log.warning("hook_input_unusable", hook_event=event, error=str(exc))
             return hook_output(event, "", self._settings.max_chars), "bad_input"
+        # the request carries the moment this wait ends (less the answer's way back); one wait, until then
+        wait = HookWait.start(budget_s)
+        payload = with_deadline(payload, wait.request_deadline)
         request = Envelope.root(payload, project=project, session_id=session_of(hook_input), producer=SERVICE)
         self._router.expect(request.correlation_id)
         try:
-            await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), budget_s)
-            injected = await self._router.wait(request.correlation_id, budget_s)
+            await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), wait.left())
+            injected = await self._router.wait(request.correlation_id, wait.left())
         except TimeoutError:
             log.warning("hook_timeout", project=project, correlation_id=str(request.correlation_id))
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "timeout_fallback"
@@ -126,6 +131,9 @@ class HookGateway:
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "oversize_fallback"
         finally:
             self._router.forget(request.correlation_id)
+        if injected.payload.empty_reason == EXPIRED:  # the pipeline was too late for it: the pattern file answers
+            log.warning("hook_expired", project=project, correlation_id=str(request.correlation_id))
+            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "expired_fallback"
         context = injected.payload.context
         log.info(
             "hook_answered",
