@@ -18,7 +18,7 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import replay_cmds
+from ctxbus.cli import overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
@@ -85,6 +85,7 @@ def register(sub: Any) -> None:
 
     register_dashboard_bench(bsub)
     replay_cmds.register_bench(bsub)
+    overload_cmds.register_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
