@@ -493,7 +493,7 @@ async def _run(events: int, worker_counts: list[int | None], log: Callable[[str]
         runs = []
         for workers in worker_counts:
             t0 = time.perf_counter()
-            run = await replay(config, topics, topics.all(), Selection(), workers=workers)
+            run = await replay(config, topics, topics.event_topics(), Selection(), workers=workers)
             t1 = time.perf_counter()
             report = run.report()
             total_s = time.perf_counter() - t0

@@ -97,7 +97,7 @@ async def publish_upserts(settings: Settings, project: str, items: Sequence[Memo
             return
         await publisher.send(record)
 
-    async with EventPublisher(config, "cli") as publisher:
+    async with EventPublisher(config, "cli", schemas_topic=Topics(settings.topic_prefix).schemas) as publisher:
         for start in range(0, len(items), MAX_ITEMS_PER_UPSERT):
             await send(publisher, tuple(items[start : start + MAX_ITEMS_PER_UPSERT]))
     return len(items)

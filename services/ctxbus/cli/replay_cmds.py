@@ -135,7 +135,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     report = run.report(top=args.top)
     if report.empty:
         window = f" between {_when(since)} and {_when(until)}" if since or until else ""
-        where = f"the {topics.prefix} topics" if len(names) == len(topics.all()) else ", ".join(names)
+        where = f"the {topics.prefix} topics" if len(names) == len(topics.event_topics()) else ", ".join(names)
         print(f"ctxbus replay: no events{window} on {where}; the report is empty", file=sys.stderr)
     text: str | None
     if backtest_settings is not None:
@@ -159,7 +159,7 @@ def _range(args: argparse.Namespace, topics: Topics) -> tuple[list[str], datetim
 
     now = datetime.now(UTC)
     try:
-        names = options.resolve_topics(args.topic or [], topics) or list(topics.all())
+        names = options.resolve_topics(args.topic or [], topics) or list(topics.event_topics())
         since = options.parse_time(args.since, now=now) if args.since else None
         until = options.parse_time(args.until, now=now) if args.until else None
         selection = options.Selection(

@@ -95,9 +95,11 @@ def _install_signals(stop: asyncio.Event) -> None:
 
 
 async def _create_topics(settings: Settings, config: KafkaClientConfig) -> list[str]:
+    topics = Topics(settings.topic_prefix)
     return await ensure_topics(
         config,
-        Topics(settings.topic_prefix).all(),
+        topics.all(),
+        compacted=(topics.schemas,),
         partitions=settings.kafka.topic_partitions,
         replication=settings.kafka.topic_replication,
     )

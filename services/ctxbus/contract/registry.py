@@ -90,6 +90,9 @@ class SchemaRegistry:
         self._by_id[entry.schema_id] = entry
         return True
 
+    def has_id(self, schema_id: int) -> bool:
+        return schema_id in self._by_id
+
     def knows(self, event_type: str) -> bool:
         """Whether this code has a schema for ``event_type`` (an unknown id of a known type is a newer one)."""
         return event_type in self._current

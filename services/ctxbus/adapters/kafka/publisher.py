@@ -6,15 +6,21 @@ Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import check_record_size
+from ctxbus.adapters.kafka.schemas_topic import announcements
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
+
+log = structlog.get_logger("ctxbus.publisher")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +37,34 @@ class PreparedRecord:
 class EventPublisher:
     """Owns one producer; ``publish`` returns once the broker has acknowledged the event."""
 
-    def __init__(self, config: KafkaClientConfig, client_id: str, serializer: EventSerializer | None = None):
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        client_id: str,
+        serializer: EventSerializer | None = None,
+        *,
+        schemas_topic: str | None = None,
+    ):
+        """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
+        (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
         self._serialize = serializer or EventSerializer()
         self.max_record_bytes = config.settings.max_record_bytes
+        self._schemas_topic = schemas_topic
 
     async def start(self) -> None:
         await self._producer.start()
+        if self._schemas_topic is not None:
+            await self._announce(self._schemas_topic)
+
+    async def _announce(self, topic: str) -> None:
+        """Publish the current schema documents (best effort: a reader without them dead-letters, it does not
+        misread, so a broker that refuses them must not stop the producer)."""
+        try:
+            sends = [await self._producer.send(topic, value=value, key=key) for key, value in announcements()]
+            await asyncio.gather(*sends)
+        except KafkaError as exc:
+            log.warning("schemas_not_announced", topic=topic, error=repr(exc))
 
     async def stop(self) -> None:
         await self._producer.stop()

@@ -32,8 +32,10 @@ from ctxbus.adapters.kafka.dead_letter import DeadLetterRecord, dead_letter_for,
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
+from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader, newer_schema_message
 from ctxbus.contract.envelope import AnyEnvelope
-from ctxbus.contract.serde import EventDecodeError, EventDeserializer
+from ctxbus.contract.registry import default_registry
+from ctxbus.contract.serde import EventDecodeError, EventDeserializer, UnknownSchemaId, unframe
 from ctxbus.observability import Metrics
 from ctxbus.settings import ServiceSettings
 
@@ -41,6 +43,10 @@ log = structlog.get_logger("ctxbus.runner")
 
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
+#: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
+BROKER_SILENCE_S = 15.0
+#: how often an idle consumer asks the broker for metadata, to know it still answers
+BROKER_PROBE_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,7 @@ class ConsumerRunner:
         metrics: Metrics,
         output_topics: Sequence[str] = (),
         deserializer: EventDeserializer | None = None,
+        schemas: SchemaTopicReader | None = None,
     ) -> None:
         self.name = name
         self.busy = asyncio.Lock()
@@ -108,12 +115,42 @@ class ConsumerRunner:
         self._output_topics = tuple(output_topics)
         # whatever a ctxbus producer may send is decoded (a larger value is poison: ``oversize``)
         self._deserialize = deserializer or EventDeserializer(max_bytes=config.settings.max_record_bytes)
+        #: where schema ids of newer producers are looked up before a record is called undecodable
+        self._schemas = schemas
         self._answered = AnsweredLedger()
         self.ledger_stale = True
         self._outputs_sent = 0
         self._consumer: AIOKafkaConsumer | None = None
+        #: when the broker last answered this consumer (records, or a metadata probe), monotonic seconds
+        self._broker_seen = time.monotonic()
+        self._next_probe = 0.0
         #: set once the group has given this member its partitions (it can answer from then on)
         self.ready = asyncio.Event()
+
+    def readiness(self) -> str | None:
+        """None when this consumer can answer (it has its partitions and the broker answered lately), else
+        why not (for ``/readyz``; called from another thread, so it only reads state)."""
+        if self._consumer is None:
+            return "stopped"
+        if not self.ready.is_set():
+            return "waiting for its partitions"
+        silent_s = time.monotonic() - self._broker_seen
+        if silent_s > BROKER_SILENCE_S:
+            return f"no answer from the broker for {silent_s:.0f} s"
+        return None
+
+    async def _probe_broker(self, consumer: AIOKafkaConsumer) -> None:
+        """Every BROKER_PROBE_S without records, a metadata request tells whether the broker answers."""
+        now = time.monotonic()
+        if now - self._broker_seen < BROKER_PROBE_S or now < self._next_probe:
+            return
+        self._next_probe = now + BROKER_PROBE_S
+        try:
+            await asyncio.wait_for(consumer.topics(), BROKER_PROBE_S)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            log.warning("broker_probe_failed", service=self.name, error=repr(exc))
+            return
+        self._broker_seen = time.monotonic()
 
     async def refresh_ledger(self) -> None:
         """Add the causes on the tail of the output topics to the answered ledger."""
@@ -145,7 +182,9 @@ class ConsumerRunner:
                         if self.ledger_stale:
                             await self.refresh_ledger()
                         await self._process_batch(consumer, batch)
+                    self._broker_seen = time.monotonic()
                 await self._report_lag(consumer)
+                await self._probe_broker(consumer)
         finally:
             async with self.busy:
                 await consumer.stop()
@@ -174,7 +213,7 @@ class ConsumerRunner:
     async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> None:
         started = time.perf_counter()
         try:
-            event = self._deserialize(msg.value, expect=self._expect)
+            event = await self._decode(msg)
         except EventDecodeError as exc:
             await self._dead_letter(msg, exc, attempts=1, reason=exc.reason)
             return
@@ -205,6 +244,19 @@ class ConsumerRunner:
             self._metrics.consumed.labels(self.name, self._topic, "processed").inc()
             self._metrics.processing.labels(self.name).observe(time.perf_counter() - started)
             log.debug("processed", offset=msg.offset, outputs=len(outputs))
+
+    async def _decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope:
+        """The record's event; a schema id of a newer producer is looked up on the schemas topic first."""
+        try:
+            return self._deserialize(msg.value, expect=self._expect)
+        except UnknownSchemaId:
+            schema_id, _ = unframe(msg.value or b"")
+            if self._schemas is not None and await self._schemas.resolve(schema_id):
+                return self._deserialize(msg.value, expect=self._expect)
+            registry = self._schemas.registry if self._schemas is not None else default_registry()
+            message = newer_schema_message(schema_id, list(msg.headers or ()), registry)
+            log.error("unknown_schema_id", schema_id=schema_id, topic=self._topic, offset=msg.offset, detail=message)
+            raise UnknownSchemaId(message) from None
 
     async def _handle_with_retries(
         self, msg: ConsumerRecord[bytes, bytes], event: AnyEnvelope
