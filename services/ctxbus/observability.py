@@ -102,9 +102,10 @@ class Metrics:
         )
         self.requests_expired = Counter(
             "ctxbus_requests_expired_total",
-            "Requests answered as expired, with no retrieval or assembly, because their deadline had passed, "
-            "by the service that found it so (retriever, injector)",
-            ["service"],
+            "Requests answered as expired, with no retrieval or assembly, by the service that found it so "
+            "(retriever, injector) and why (past_deadline; would_miss: less time left than one retrieval takes; "
+            "overload: it and the requests behind it could not all be served in time, so the oldest made way)",
+            ["service", "cause"],
             registry=r,
         )
         self.retries = Counter(

@@ -24,7 +24,8 @@ import pytest
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import request_injection
-from ctxbus.contract.envelope import Envelope
+from ctxbus.adapters.kafka.runner import ConsumerRunner
+from ctxbus.contract.envelope import Envelope, EventType
 from ctxbus.contract.payloads import (
     ContextInjected,
     RankedItem,
@@ -34,13 +35,14 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
-from ctxbus.core.deadlines import EXPIRED, RETURN_MARGIN_S
+from ctxbus.core.deadlines import EXPIRED, RETURN_MARGIN_S, LoadShedder, WorkEstimate
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchQuery, VectorStore
+from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.settings import GatewaySettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, open_store, retriever_handler, run_gateway, run_services
 
 from .kafka_io import committed, read_all
 from .test_hooks import make_repo, prompt_input
@@ -109,8 +111,8 @@ def request(prompt: str, deadline: datetime | None, session: str = "sess-1") -> 
     return Envelope.root(payload, project=PROJECT, session_id=session, producer="test")
 
 
-def expired_count(metrics: Metrics, service: str) -> float:
-    value = metrics.registry.get_sample_value("ctxbus_requests_expired_total", {"service": service})
+def expired_count(metrics: Metrics, service: str, cause: str = "past_deadline") -> float:
+    value = metrics.registry.get_sample_value("ctxbus_requests_expired_total", {"service": service, "cause": cause})
     return value or 0.0
 
 
@@ -274,3 +276,62 @@ async def test_ctxbus_request_sets_the_deadline_from_its_timeout(
     assert "Password reset revokes sessions" in done.stdout
     (req,) = await decoded(kafka, topics.retrieval_requested, 1)
     assert req.payload.deadline == req.emitted_at + timedelta(seconds=7 - RETURN_MARGIN_S)
+
+
+async def test_under_overload_the_oldest_requests_make_way_for_the_freshest(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder, tmp_path: Path
+) -> None:
+    """The retriever's loop knows the backlog behind each request: with one retrieval taking about a second
+    (as measured) and 6 s left, ten requests at once cannot all be served, so the oldest are answered at once
+    (``overload``) and the freshest are served, each in time."""
+    repo = make_repo(tmp_path, PROJECT)
+    store = open_store(settings, embedder)
+    ingest(parse_pattern_file(repo / ".claude" / "learned_patterns.json", project=PROJECT).items, embedder, store)
+    metrics = Metrics()
+    shedder = LoadShedder(WorkEstimate(window=9), probe_after_s=600)
+    for _ in range(9):
+        shedder.served(1.0, now=time.monotonic())
+    handler = RetrieverDeadlines(
+        retriever_handler(settings, embedder, store, topics, metrics),
+        topic=topics.retrieval_completed,
+        embedding_model=embedder.model_id,
+        metrics=metrics,
+        clock=lambda: datetime.now(UTC),
+        shedder=shedder,
+    )
+    async with EventPublisher(kafka, "test-overload") as publisher:
+        runner = ConsumerRunner(
+            name="retriever",
+            config=kafka,
+            topic=topics.retrieval_requested,
+            group_id=f"{settings.topic_prefix}.retriever",
+            handler=handler,
+            publisher=publisher,
+            dead_letter_topic=topics.dead_letter,
+            expect_event_type=EventType.RETRIEVAL_REQUESTED,
+            settings=settings.service,
+            metrics=metrics,
+            output_topics=(topics.retrieval_completed,),
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        try:
+            await asyncio.wait_for(runner.ready.wait(), 60)  # the group has given it its partitions
+            deadline = datetime.now(UTC) + timedelta(seconds=6)
+            burst = [request(f"password reset question {i}", deadline, session="one-partition") for i in range(10)]
+            # at once (one produce request: the loop sees them together), in order, on the session's partition
+            await asyncio.gather(*(publisher.publish(topics.retrieval_requested, r) for r in burst))
+            completed = await decoded(kafka, topics.retrieval_completed, 10)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+            store.close()
+
+    by_correlation = {c.correlation_id: c for c in completed}
+    shed = [by_correlation[r.correlation_id].payload.empty_reason == EXPIRED for r in burst]
+    assert shed[0] and not shed[-1], shed
+    assert shed == sorted(shed, reverse=True)  # the oldest make way: the served are the freshest
+    assert expired_count(metrics, "retriever", "overload") == sum(shed)
+    for r, was_shed in zip(burst, shed, strict=True):
+        if not was_shed:  # each served one was answered before its deadline
+            assert by_correlation[r.correlation_id].emitted_at < deadline

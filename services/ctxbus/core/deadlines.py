@@ -14,6 +14,8 @@ in sync (NTP); a service whose clock runs ahead expires requests early by as muc
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from datetime import UTC, datetime, timedelta
 
 from ctxbus.contract.payloads import (
@@ -92,3 +94,83 @@ def expired_injection(completed: RetrievalCompleted) -> ContextInjected:
         request_emitted_at=completed.request_emitted_at,
         task_id=request.task_id,
     )
+
+
+# --- shedding: fresh requests before stale ones -------------------------------------------------------------
+
+#: why a request was answered at once (the ``cause`` of ``ctxbus_requests_expired_total``)
+PAST_DEADLINE = "past_deadline"
+WOULD_MISS = "would_miss"
+OVERLOAD = "overload"
+
+
+def shed_cause(remaining: float | None, *, work_s: float, backlog: int) -> str | None:
+    """Why a request with ``remaining`` seconds until its deadline is answered at once (``expired``) instead of
+    worked on, or None to serve it. ``work_s`` is what serving one request takes now (0: not known yet),
+    ``backlog`` how many requests wait behind it.
+
+    - past its deadline: nothing sent now reaches the asker;
+    - it would miss its deadline even if served now;
+    - overload: it and the requests behind it cannot all be served before its deadline (theirs are later).
+      Requests are served in order, so shedding the oldest lets the fresher ones behind be served in time:
+      with equal budgets this serves as many requests as first-come order, the freshest ones, and never
+      spends work on an answer that comes too late.
+    """
+    if remaining is None:
+        return None
+    if remaining <= 0:
+        return PAST_DEADLINE
+    if work_s > remaining:
+        return WOULD_MISS
+    if (backlog + 1) * work_s > remaining:
+        return OVERLOAD
+    return None
+
+
+class WorkEstimate:
+    """What serving one request takes now: the median of the last ``window`` measured durations (robust to the
+    odd very long prompt; follows a machine that slows down within a few requests)."""
+
+    def __init__(self, window: int = 9) -> None:
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        self._recent: deque[float] = deque(maxlen=window)
+
+    def observe(self, seconds: float) -> None:
+        self._recent.append(max(0.0, seconds))
+
+    @property
+    def seconds(self) -> float:
+        """0.0 until something was measured."""
+        return statistics.median(self._recent) if self._recent else 0.0
+
+
+#: the longest the predictions may keep a service from working: after this long without serving a request,
+#: the next one that still has time left is served (and measured), so a stale estimate cannot shed forever
+PROBE_AFTER_S = 1.0
+
+
+class LoadShedder:
+    """``shed_cause`` with the service's own measure of its work, and a probe: the predictions (would miss,
+    overload) apply only while requests are being served; after ``probe_after_s`` without one, the next request
+    with time left is served, whatever the estimate says. Times are ``time.monotonic()`` seconds."""
+
+    def __init__(self, estimate: WorkEstimate | None = None, *, probe_after_s: float = PROBE_AFTER_S) -> None:
+        self.estimate = estimate or WorkEstimate()
+        self._probe_after_s = probe_after_s
+        self._last_served: float | None = None
+
+    def cause(self, remaining: float | None, *, backlog: int, now: float) -> str | None:
+        """Why the request is answered at once, or None to serve it."""
+        cause = shed_cause(remaining, work_s=self.estimate.seconds, backlog=backlog)
+        if cause in (WOULD_MISS, OVERLOAD) and self._probing(now):
+            return None
+        return cause
+
+    def served(self, seconds: float, *, now: float) -> None:
+        """A request was served (it took ``seconds``), ending at ``now``."""
+        self.estimate.observe(seconds)
+        self._last_served = now
+
+    def _probing(self, now: float) -> bool:
+        return self._last_served is None or now - self._last_served >= self._probe_after_s

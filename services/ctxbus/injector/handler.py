@@ -37,7 +37,6 @@ from ctxbus.core.ranked_items import to_ranked_hit
 from ctxbus.core.sections import SUGGESTED_APPROACH
 from ctxbus.core.tokens import estimate_tokens
 from ctxbus.injector.attempts import PRECONTEXT_TRIGGERS
-from ctxbus.injector.expiry import answer_if_expired
 from ctxbus.memory.model import GLOBAL_PROJECT
 from ctxbus.observability import Metrics
 from ctxbus.settings import InjectionSettings
@@ -137,9 +136,6 @@ class InjectorHandler:
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         if not isinstance(event.payload, RetrievalCompleted):
             raise PoisonEvent(f"the injector takes completed retrievals, not {event.event_type}")
-        expired = answer_if_expired(event, now=self._clock(), metrics=self._metrics, service=SERVICE)
-        if expired is not None:  # the request's deadline passed: nothing assembled
-            return [Output(self._topics.context_injected, expired)]
         completed: RetrievalCompleted = event.payload
         request = completed.request
         started = time.perf_counter()

@@ -23,7 +23,6 @@ from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchMode, SearchQuery, VectorStore
-from ctxbus.retriever.expiry import answer_if_expired
 
 log = structlog.get_logger("ctxbus.retriever")
 
@@ -116,16 +115,6 @@ class RetrieverHandler:
             profile = profile_for(request)
         except (UnknownProfile, InvalidOverride) as exc:
             raise PoisonEvent(str(exc)) from exc
-        expired = answer_if_expired(
-            event,
-            now=self._clock(),
-            profile=profile.name,
-            embedding_model=self._embedder.model_id,
-            metrics=self._metrics,
-            service=SERVICE,
-        )
-        if expired is not None:  # its deadline passed: answered at once, nothing embedded or searched
-            return [Output(self._topics.retrieval_completed, expired)]
         started = time.perf_counter()
         retrieval = Retrieval([], 0, request.task_type, 1.0, ())
         empty_reason: str | None = None

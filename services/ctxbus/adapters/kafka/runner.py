@@ -21,6 +21,7 @@ import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,9 @@ from ctxbus.settings import ServiceSettings
 
 log = structlog.get_logger("ctxbus.runner")
 
+#: How many records wait behind the one being handled (the rest of the batch and what the broker holds beyond
+#: it), set by the loop for its handler: the retriever sheds load with it (ctxbus.retriever.expiry).
+BACKLOG: ContextVar[int] = ContextVar("ctxbus_backlog", default=0)
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
 #: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
@@ -208,9 +212,14 @@ class ConsumerRunner:
     async def _process_batch(
         self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
     ) -> None:
+        waiting = sum(len(r) for r in batch.values()) + sum(
+            max(0, (consumer.highwater(tp) or 0) - records[-1].offset - 1) for tp, records in batch.items()
+        )
         for tp, records in batch.items():
             in_flight: list[Sent] = []  # outputs sent as soon as handled; acknowledged before the commit
             for msg in records:
+                waiting -= 1
+                BACKLOG.set(waiting)
                 sent = await self._process(msg)
                 if sent is not None:
                     in_flight.append(sent)
