@@ -185,6 +185,17 @@ async def _drive(stack_data: Path, config: KafkaClientConfig, topics: Topics, op
     )
 
 
+def _means(before: Any, after: Any, histogram: str, label: str) -> dict[str, float]:
+    """Mean of a histogram during the load (from its _sum and _count), by one label, in ms."""
+    sums = _delta_f(by_label(before, f"{histogram}_sum", label), by_label(after, f"{histogram}_sum", label))
+    counts = _delta_f(by_label(before, f"{histogram}_count", label), by_label(after, f"{histogram}_count", label))
+    return {k: round(sums.get(k, 0.0) / n * 1000, 1) for k, n in sorted(counts.items()) if n > 0}
+
+
+def _delta_f(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
+
+
 def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
     return {k: round(v - before.get(k, 0.0)) for k, v in sorted(after.items()) if round(v - before.get(k, 0.0))}
 
@@ -247,6 +258,8 @@ def _figures(
             by_label(after, "ctxbus_requests_expired_total", "service"),
         ),
         "peak_lag": {k: round(v) for k, v in sorted(lag_peaks.items())},
+        "stage_mean_ms": _means(before, after, "ctxbus_stage_seconds", "stage"),
+        "processing_mean_ms": _means(before, after, "ctxbus_processing_seconds", "service"),
         "unanswered": unanswered,
         "backlog_clear_s": None if clear_s is None else round(clear_s, 2),
         "clear_target_s": CLEAR_TARGET_S,
@@ -305,6 +318,7 @@ def print_report(result: dict[str, Any]) -> None:
         f"  on the bus: {result['requests_on_bus']} requests, injections {result['injections']}; "
         f"expired by {result['expired_by_service']}; peak consumer lag {result['peak_lag']}"
     )
+    print(f"  mean during the load: stages {result['stage_mean_ms']} ms, per event {result['processing_mean_ms']} ms")
     clear = result["backlog_clear_s"]
     verdict = "met" if clear is not None and clear <= result["clear_target_s"] else "missed"
     shown = f"{clear} s" if clear is not None else f"not cleared ({result['unanswered']} unanswered)"

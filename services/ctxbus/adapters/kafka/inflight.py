@@ -9,6 +9,7 @@ round trips per message: a backlog of requests answered at once (expired) drains
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,3 +28,13 @@ class Sent:
     started: float  # time.perf_counter() when its handling began
     records: list[PreparedRecord] = field(default_factory=list)
     acks: list[asyncio.Future[Any]] = field(default_factory=list)
+    #: when it was handled, then when its last output was acknowledged (time.perf_counter())
+    acked_at: float = field(default_factory=time.perf_counter)
+
+    def track(self, ack: asyncio.Future[Any]) -> None:
+        """Wait for ``ack`` too, and note when it comes (its processing time ends with its last output's)."""
+        self.acks.append(ack)
+        ack.add_done_callback(self._acked)
+
+    def _acked(self, _ack: asyncio.Future[Any]) -> None:
+        self.acked_at = time.perf_counter()

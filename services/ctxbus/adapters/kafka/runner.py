@@ -257,7 +257,7 @@ class ConsumerRunner:
                 await self._dead_letter(msg, exc, attempts=1, reason="output_too_large")
                 return None
             for record in sent.records:
-                sent.acks.append(await self._enqueue(record))
+                sent.track(await self._enqueue(record))
             self._answered.add(event_id)  # a redelivery within this batch is a duplicate already
             return sent
 
@@ -285,7 +285,9 @@ class ConsumerRunner:
                 self._metrics.produced.labels(self.name, record.topic).inc()
             self._maybe_fault_exit(len(sent.records))
             self._metrics.consumed.labels(self.name, self._topic, "processed").inc()
-            self._metrics.processing.labels(self.name).observe(time.perf_counter() - sent.started)
+            retried = any(a.cancelled() or a.exception() is not None for a in sent.acks)
+            done = time.perf_counter() if retried else sent.acked_at
+            self._metrics.processing.labels(self.name).observe(max(0.0, done - sent.started))
             log.debug("processed", offset=sent.msg.offset, outputs=len(sent.records))
 
     async def _acknowledged(self, record: PreparedRecord, ack: asyncio.Future[Any]) -> None:
