@@ -123,6 +123,19 @@ class InjectionSettings(BaseSettings):
     weight_conviction: float = Field(default=0.08, ge=0.0, le=100.0)
     weight_recency: float = Field(default=0.04, ge=0.0, le=100.0)
     half_life_days: float = Field(default=90.0, gt=0.0, le=36_500.0)
+    #: seed 001's task-type profiles (ctxbus.core.task_profiles); false ranks every task type as general
+    task_profiles: bool = True
+    #: the relevance floor (ctxbus.core.abstain; defaults calibrated by ``ctxbus bench retrieval --calibrate``):
+    #: a request whose relevance (best cosine + weighted margin over the pack and keyword evidence) is below
+    #: this gets no items, empty reason ``nothing_relevant_enough``; -2 turns the floor off
+    min_relevance: float = Field(default=0.458, ge=-2.0, le=2.0)
+    #: the pack: how many of the best candidates' cosines the margin is measured over (median)
+    relevance_pack: int = Field(default=8, ge=2, le=100)
+    relevance_margin_weight: float = Field(default=-0.5, ge=-2.0, le=2.0)
+    relevance_keyword_weight: float = Field(default=0.2, ge=0.0, le=2.0)
+    #: system and meta prompts (task notifications, slash-command echoes, acknowledgements) get no items,
+    #: empty reason ``meta_prompt``, without embedding or search (ctxbus.core.meta_prompts)
+    skip_meta_prompts: bool = True
 
     @field_validator("search_mode")
     @classmethod
@@ -177,12 +190,19 @@ class HookSettings(BaseSettings):
 
     enabled: bool = True
     max_patterns: int = Field(default=5, ge=1, le=100)
-    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: items rated below this are not injected by the hooks. 0.5 is what an unrated item gets (markdown
+    #: documents, JSON lines without a confidence), so unrated items stay and only explicitly doubted ones go;
+    #: relevance is the floor's job (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the
+    #: suggested approach. The pattern-file fallback keeps seed 002's 0.7 unless this is set: it has no
+    #: relevance judgement of its own.
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     #: the whole hook call, including the fallback, stays within this
     timeout_ms: int = Field(default=2_000, ge=100, le=60_000)
     #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json
     patterns_file: str = ".claude/learned_patterns.json"
     max_chars: int = Field(default=10_000, ge=100, le=10_000)
+    #: infer session outcomes from Bash results, the transcript and the next prompt (read by the gateway)
+    outcomes: bool = True
 
 
 class GatewaySettings(BaseSettings):

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import structlog
 
@@ -24,7 +25,9 @@ from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.ranking import RankingWeights
+from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
 from ctxbus.injector.expiry import InjectorDeadlines
@@ -36,7 +39,7 @@ from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
-from ctxbus.settings import Settings
+from ctxbus.settings import InjectionSettings, Settings
 
 log = structlog.get_logger("ctxbus.wiring")
 
@@ -122,6 +125,16 @@ def ranking_weights(settings: Settings) -> RankingWeights:
     )
 
 
+def floor_policy(injection: InjectionSettings) -> FloorPolicy:
+    """The relevance floor the settings ask for (``CTXBUS_INJECTION_MIN_RELEVANCE`` and ``_RELEVANCE_*``)."""
+    return FloorPolicy(
+        min_relevance=injection.min_relevance,
+        pack_size=injection.relevance_pack,
+        margin_weight=injection.relevance_margin_weight,
+        keyword_weight=injection.relevance_keyword_weight,
+    )
+
+
 def retriever_handler(
     settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
 ) -> RetrieverHandler:
@@ -137,6 +150,9 @@ def retriever_handler(
         clock=utc_now,
         classifier=build_classifier(embedder),
         mode=SearchMode(settings.injection.search_mode),
+        task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
+        floor=floor_policy(settings.injection),
+        skip_meta_prompts=settings.injection.skip_meta_prompts,
     )
 
 
@@ -188,12 +204,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
             ),
-            # the store has one owner: memory sent through the bus is stored by this process
+            # the store has one owner: memory sent through the bus is stored by this process, which answers
+            # every upsert once its items are searchable
             RunnerSpec(
                 "memory",
-                MemoryUpsertHandler(res.embedder, res.store),
+                MemoryUpsertHandler(res.embedder, res.store, topics),
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
+                (topics.memory_stored,),
             ),
             # ... and so is what outcomes teach about the injected items
             RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),
@@ -348,6 +366,8 @@ async def run_gateway(
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
+    from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
@@ -356,7 +376,16 @@ async def run_gateway(
         ReplyRouter(config, topics.context_injected) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library)
+        outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
+        patterns = PatternSync(
+            config,
+            topics,
+            publisher,
+            state_dir=settings.data_dir / "pattern-sync",
+            patterns_file=settings.hook.patterns_file,
+            home=Path.home(),
+        )
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,
@@ -373,3 +402,4 @@ async def run_gateway(
         finally:
             metrics.health.remove("gateway")
             await server.stop()
+            await patterns.close()

@@ -20,7 +20,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import RecordTooLarge, record_size
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.bench.replay import Record, publish
-from ctxbus.cli.memory_cmds import publish_upserts
+from ctxbus.cli.memory_cmds import import_through_bus
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDeserializer
@@ -87,7 +87,8 @@ async def test_memory_import_through_the_bus_splits_what_one_record_cannot_hold(
         )
         for i in range(60)
     ]
-    assert await publish_upserts(settings, "acme/web", items) == 60  # 1.2 MB of memories
+    sent = await import_through_bus(settings, "acme/web", items, wait=False, timeout_s=1)  # 1.2 MB of memories
+    assert sent.items == 60 and sent.events >= 2
     records = await read_all(kafka, topics.memory_upserted, expect=2)
     assert len(records) >= 2 and all(record_size(r.key, r.value, list(r.headers)) <= LIMIT for r in records)
     events = sorted((EventDeserializer()(r.value) for r in records), key=lambda e: e.emitted_at)

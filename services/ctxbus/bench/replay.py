@@ -55,7 +55,7 @@ from ctxbus.ports import SearchHit
 from ctxbus.replay.decode import DLQ_HEADER_PREFIX, strip_logical_types
 from ctxbus.replay.engine import default_workers, replay
 from ctxbus.replay.options import Selection
-from ctxbus.replay.report import Report
+from ctxbus.replay.report_model import Report
 from ctxbus.settings import KafkaSettings
 
 PROJECT = "bench/replay"

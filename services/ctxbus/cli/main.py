@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         hooks_cmds,
         library_cmds,
         memory_cmds,
+        outcome_cmds,
         replay_cmds,
         stack_cmds,
     )
@@ -31,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser(
         "hook",
-        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | learned-patterns",
+        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | post-tool-use | "
+        "post-tool-use-failure | learned-patterns",
     )
     for module in (
         stack_cmds,
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         client_cmds,
         hooks_cmds,
         agent_cmds,
+        outcome_cmds,
         gap_cmds,
         replay_cmds,
         dashboard_cmds,

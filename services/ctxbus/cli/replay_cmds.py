@@ -124,8 +124,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
     if args.correlation_id is not None:
         return _one_chain(args, config, topics, selection)
+    from ctxbus.replay.chart import write_chart  # noqa: PLC0415
     from ctxbus.replay.engine import replay  # noqa: PLC0415
-    from ctxbus.replay.render import output, write_chart  # noqa: PLC0415
+    from ctxbus.replay.render import output  # noqa: PLC0415
 
     run = asyncio.run(
         replay(config, topics, names, selection, since=since, until=until, workers=args.workers, progress=_progress)
@@ -239,7 +240,7 @@ def _backtest(
         pipelines,
         request_window,
     )
-    from ctxbus.replay.render import render_backtest  # noqa: PLC0415
+    from ctxbus.replay.render_backtest import render_backtest  # noqa: PLC0415
     from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
     configure_logging("WARNING", settings.log_format)  # the handlers log every request at info: not here

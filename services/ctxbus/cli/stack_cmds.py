@@ -18,7 +18,7 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import overload_cmds, replay_cmds
+from ctxbus.cli import adversarial_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
@@ -76,15 +76,24 @@ def register(sub: Any) -> None:
     )
     ret.add_argument("--scale", type=int, default=10_000, help="memories in the store for the speed figures")
     ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
+    ret.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="calibrate the relevance floor on one half of the labelled set, judge it on the other (no speed run)",
+    )
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
-    ded = bsub.add_parser("dedupe", help="near-duplicate threshold: precision and recall on labelled pairs")
+    ded = bsub.add_parser("dedupe", help="near-copy clustering threshold: precision and recall on labelled pairs")
     ded.add_argument("--json", action="store_true")
     ded.set_defaults(handler=cmd_bench_dedupe)
     from ctxbus.cli.dashboard_cmds import register_bench as register_dashboard_bench  # noqa: PLC0415
 
     register_dashboard_bench(bsub)
     replay_cmds.register_bench(bsub)
+    from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
+
+    register_outcomes_bench(bsub)
+    adversarial_cmds.register_bench(bsub)
     overload_cmds.register_bench(bsub)
 
 
@@ -341,7 +350,12 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     from ctxbus.bench import retrieval  # noqa: PLC0415
 
     configure_logging("WARNING")
-    result = retrieval.run(scale=args.scale, rounds=args.rounds, log=lambda m: print(m, file=sys.stderr, flush=True))
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.calibrate:
+        from ctxbus.bench import abstain_calibration  # noqa: PLC0415
+
+        return _emit(args, retrieval.run_calibration(log=log), abstain_calibration.print_report)
+    result = retrieval.run(scale=args.scale, rounds=args.rounds, log=log)
     return _emit(args, result, retrieval.print_report)
 
 

@@ -21,6 +21,10 @@ when the best specific score is below ``min_score``, or its margin over the runn
 * the fallback: ``1 - best specific score`` (the weaker every specific type, the surer ``general``);
 * empty or whitespace text: ``general`` with confidence 0.
 
+Bounded reading (``ctxbus.core.bounds``): the cues read the first CLASSIFY_CHARS characters (a few cues
+backtrack over a line, which is harmless on a prompt and quadratic on a 100,000-character paste); the session
+cache keys a longer text by a digest of its normalised form, so it holds no long prompt.
+
 Nothing here does I/O: vectors come in (prototypes at construction, the text's vector per call) and
 ``SessionClassificationCache.classify`` takes the embed callable, used only on a cache miss.
 The ``Classifier`` protocol lets another classifier (an LLM one, say) stand in; none is required.
@@ -28,6 +32,7 @@ The ``Classifier`` protocol lets another classifier (an LLM one, say) stand in; 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import OrderedDict
@@ -39,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ctxbus.contract.payloads import TaskType
+from ctxbus.core.bounds import CLASSIFY_CHARS, prefix
 from ctxbus.ports import Vector
 
 #: Reasons carried by a classification.
@@ -250,10 +256,20 @@ def normalise_text(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def cache_text(text: str) -> str:
+    """The cache key's text part: the normalised text, or a digest of it when it is longer than CLASSIFY_CHARS."""
+    normalised = normalise_text(text)
+    if len(normalised) <= CLASSIFY_CHARS:
+        return normalised
+    return "sha256:" + hashlib.sha256(normalised.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def lexical_scores(text: str, cues: Sequence[Cue] = CUES) -> tuple[dict[TaskType, float], tuple[str, ...]]:
-    """Per type ``1 - exp(-sum of matched cue weights)``, and the names of the matched cues."""
+    """Per type ``1 - exp(-sum of matched cue weights)``, and the names of the matched cues (read in the
+    first CLASSIFY_CHARS characters of ``text``)."""
     totals = dict.fromkeys(TaskType, 0.0)
     matched: list[str] = []
+    text = prefix(text, CLASSIFY_CHARS)
     for cue in cues:
         if cue.pattern.search(text):
             totals[cue.task_type] += cue.weight
@@ -347,7 +363,7 @@ class SessionClassificationCache:
 
     def get(self, session_id: str, text: str) -> Classification | None:
         """The cached classification (now most recently used), or None; counts hits and misses."""
-        key = (session_id, normalise_text(text))
+        key = (session_id, cache_text(text))
         found = self._entries.get(key)
         if found is None:
             self.misses += 1
@@ -357,7 +373,7 @@ class SessionClassificationCache:
         return found
 
     def put(self, session_id: str, text: str, classification: Classification) -> None:
-        key = (session_id, normalise_text(text))
+        key = (session_id, cache_text(text))
         self._entries[key] = classification
         self._entries.move_to_end(key)
         while len(self._entries) > self.capacity:

@@ -12,6 +12,10 @@ Terms: lower-cased words and numbers; identifiers are kept whole *and* split int
 query both match. English stop words are dropped; alphabetic words get a light suffix stemmer
 (``retries``/``retrying``/``retried`` -> ``retri``) that never touches identifiers.
 
+Bounded reading (``ctxbus.core.bounds``): a query's terms come from its first QUERY_TERMS_CHARS characters,
+at most MAX_QUERY_TERMS distinct ones (first seen first); a document's from its first DOCUMENT_TERMS_CHARS,
+more than the largest memory item holds, so every stored item is read whole.
+
 BM25 needs the average document length; it is the constant :data:`AVG_DOC_TERMS` (memory items
 are short notes of similar length), so a document's vector never changes when others are added.
 """
@@ -23,6 +27,8 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 
+from ctxbus.core.bounds import MAX_QUERY_TERMS, QUERY_TERMS_CHARS, prefix
+
 #: BM25's term-frequency saturation and length normalisation.
 K1 = 1.2
 B = 0.75
@@ -30,6 +36,9 @@ B = 0.75
 AVG_DOC_TERMS = 40.0
 #: Longest term kept (longer tokens are hashes, base64, minified code: noise for keyword search).
 MAX_TERM_CHARS = 64
+#: Characters of a document read for terms: above the largest item text (title, content, insight, lesson,
+#: mitigation), so no stored item is cut, while any text's cost stays bounded.
+DOCUMENT_TERMS_CHARS = 32_000
 #: Sparse indices are 31-bit hashes (Qdrant takes u32).
 INDEX_MASK = 0x7FFF_FFFF
 
@@ -246,7 +255,7 @@ def _by_index(counts: Counter[str]) -> dict[int, float]:
 
 def document_vector(text: str) -> SparseVector:
     """A document's BM25 term weights (the store's IDF modifier supplies the IDF)."""
-    found = terms(text)
+    found = terms(prefix(text, DOCUMENT_TERMS_CHARS))
     if not found:
         return SparseVector((), ())
     norm = K1 * (1.0 - B + B * len(found) / AVG_DOC_TERMS)
@@ -254,5 +263,6 @@ def document_vector(text: str) -> SparseVector:
 
 
 def query_vector(text: str) -> SparseVector:
-    """A query's terms, each weighted 1 (repeats do not count twice)."""
-    return _vector(dict.fromkeys(_by_index(Counter(terms(text))), 1.0))
+    """A query's terms, each weighted 1 (repeats do not count twice); see the module doc for its bounds."""
+    distinct = list(dict.fromkeys(terms(prefix(text, QUERY_TERMS_CHARS))))[:MAX_QUERY_TERMS]
+    return _vector(dict.fromkeys(_by_index(Counter(distinct)), 1.0))

@@ -27,6 +27,18 @@ Re-scoring (``apply_plan``), with every part added to the breakdown::
 Seed 004 filters to preferred kinds; ctxbus prefers them instead (a boost), so
 a profile whose preferred kinds ctxbus does not store still gets context.
 Excluded kinds and items under the minimum importance are dropped.
+
+The agent profile and the task type's profile (``ctxbus.core.task_profiles``, seed 001)
+combine in this order, each step's parts in the item's breakdown:
+
+1. the agent profile bounds what may be fetched (excluded kinds, minimum importance), and a
+   strict domain keeps to that domain (store-side filters);
+2. the task type adds a prefetch of the kinds it wants, within what the agent profile allows
+   (``prefetch_kinds``; an agent's excluded kind is never fetched, whatever the task wants);
+3. the ranking scores relevance and priors (``ctxbus.core.ranking``);
+4. the task type's factor multiplies that score (``ranking_total * task_factor``);
+5. the agent profile re-scores the result (``rescore`` below: its ``base`` is step 4's score) and
+   the cap applies; assembly order preserves head and tail; the task type's example count applies.
 """
 
 from __future__ import annotations
@@ -38,8 +50,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ctxbus.contract.payloads import TaskType
+from ctxbus.core.bounds import MAX_MENTIONED_FILES, MAX_PATH_CHARS, MENTION_SCAN_CHARS, prefix
 from ctxbus.core.profiles import ContextProfile, Tier
 from ctxbus.core.ranking import RankedHit
+from ctxbus.core.task_profiles import GENERAL_PROFILE, TaskTypeProfile
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind
 
 
@@ -96,29 +110,58 @@ KNOWN_DOTFILES = frozenset(
     (".gitignore", ".gitattributes", ".dockerignore", ".editorconfig", ".env", ".envrc", ".bashrc", ".zshrc")
 )
 
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+|\bwww\.\S+")
+#: A URL or a ``www.`` address: ``\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+|\bwww\.\S+``, written so that it stays
+#: linear. Tried from every letter of a run of scheme characters, the plain form re-scans the run each time
+#: (quadratic on ``a+a+a+...``); here a run is scanned once, from its start: a lookahead checks that ``://``
+#: follows it, then ``keep`` (given back by ``_drop_url``) runs lazily to the first letter at a word
+#: boundary, where the plain form's match would begin.
+_URL = re.compile(
+    r"(?<![a-zA-Z0-9+.-])(?=[a-zA-Z0-9+.-]*+://)(?P<keep>[a-zA-Z0-9+.-]*?)(?<!\w)[a-zA-Z][a-zA-Z0-9+.-]*+://\S+"
+    r"|\bwww\.\S+"
+)
 _CANDIDATE = re.compile(r"[\w./*~+-]+")
-_NAME_WITH_EXT = re.compile(r"^(?P<stem>.*[A-Za-z_*].*)\.(?P<ext>[A-Za-z][A-Za-z0-9]*)$")
-_DOTFILE = re.compile(r"^\.[A-Za-z][\w.-]*$")
+_EXTENSION = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_STEM_LETTER = re.compile(r"[A-Za-z_*]")
+_DOTFILE = re.compile(r"\.[A-Za-z][\w.-]*")
+_LEADING_DOT_SLASHES = re.compile(r"(?:\./)*")
 
 
 def _normalise_path(path: str) -> str:
     path = path.strip().rstrip(".")
-    while path.startswith("./"):
-        path = path[2:]
-    return path
+    leading = _LEADING_DOT_SLASHES.match(path)  # one pass: slicing "./" off in a loop is quadratic
+    return path[leading.end() :] if leading else path
 
 
 def _is_file_name(name: str, *, in_directory: bool) -> bool:
-    """Whether the last segment of a path-like token names a file (not a version, not a method call)."""
+    """Whether the last segment of a path-like token names a file (not a version, not a method call).
+
+    A name with an extension is a stem holding a letter, ``_`` or ``*`` and, after the last dot, an
+    extension of a letter then letters or digits (split with ``rpartition``, not a backtracking pattern).
+    """
     if name in KNOWN_BARE_NAMES or name in KNOWN_DOTFILES:
         return True
-    if in_directory and _DOTFILE.match(name) and name.count(".") == 1:
+    if in_directory and _DOTFILE.fullmatch(name) and name.count(".") == 1:
         return True
-    match = _NAME_WITH_EXT.match(name)
-    if match is None:
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not _EXTENSION.fullmatch(ext) or not _STEM_LETTER.search(stem):
         return False
-    return in_directory or match.group("ext").lower() in KNOWN_EXTENSIONS
+    return in_directory or ext.lower() in KNOWN_EXTENSIONS
+
+
+def _drop_url(match: re.Match[str]) -> str:
+    return (match.group("keep") or "") + " "
+
+
+def _candidates(text: str) -> list[str]:
+    """The path-like tokens of the first MENTION_SCAN_CHARS characters of ``text``, URLs left out; a token cut
+    by that limit is left out too (it would be part of a path)."""
+    window = prefix(text, MENTION_SCAN_CHARS)
+    cleaned = _URL.sub(_drop_url, window)
+    found = _CANDIDATE.findall(cleaned)
+    cut_in_a_token = len(window) < len(text) and _CANDIDATE.match(text, len(window)) is not None
+    if found and cut_in_a_token and _CANDIDATE.fullmatch(cleaned[-1:]):
+        found.pop()  # the last token runs on past the window
+    return found
 
 
 def extract_mentioned_files(text: str) -> tuple[str, ...]:
@@ -129,16 +172,32 @@ def extract_mentioned_files(text: str) -> tuple[str, ...]:
     version numbers (``3.11``, ``v1.2.3``), dotted names with no file extension
     (``os.path.join``, ``e.g.``), directories (``src/auth/``). A bare name needs a
     known extension; a name in a directory takes any extension that starts with a letter.
+
+    Bounded (``ctxbus.core.bounds``): only the first MENTION_SCAN_CHARS characters are read, a token
+    longer than MAX_PATH_CHARS is not a path, and at most MAX_MENTIONED_FILES files are returned.
     """
     found: dict[str, None] = {}
-    for raw in _CANDIDATE.findall(_URL.sub(" ", text)):
+    for raw in _candidates(text):
+        if len(raw) > MAX_PATH_CHARS:
+            continue
         path = _normalise_path(raw)
         if not path or path.endswith("/") or "//" in path:
             continue
         in_directory = "/" in path
         if _is_file_name(path.rsplit("/", 1)[-1], in_directory=in_directory):
             found.setdefault(path, None)
+            if len(found) == MAX_MENTIONED_FILES:
+                break
     return tuple(found)
+
+
+def mentioned_files_for(request_files: Sequence[str], request_text: str) -> tuple[str, ...]:
+    """The files a request is about: its own list first (normalised; longer than MAX_PATH_CHARS dropped), then
+    those ``request_text`` mentions; each once, at most MAX_MENTIONED_FILES."""
+    own = (_normalise_path(f) for f in request_files if len(f) <= MAX_PATH_CHARS)
+    files = dict.fromkeys(p for p in own if p)
+    files.update(dict.fromkeys(extract_mentioned_files(request_text)))
+    return tuple(files)[:MAX_MENTIONED_FILES]
 
 
 def _mention_matches(requested: str, mentioned: str) -> bool:
@@ -151,13 +210,28 @@ def _mention_matches(requested: str, mentioned: str) -> bool:
     return longer.endswith("/" + shorter.lstrip("/"))
 
 
+def _could_mention(folded_text: str, wanted: str) -> bool:
+    """Whether ``folded_text`` may mention ``wanted`` (both case-folded): a match of a plain path shares its last
+    segment, which must then appear in the text; a glob may match anything."""
+    if any(c in wanted for c in "*?["):
+        return True
+    return wanted.rsplit("/", 1)[-1] in folded_text
+
+
 def item_mentions(item: MemoryItem, files: Iterable[str]) -> bool:
-    """Whether the item's content, title, example reference or tags mention one of ``files`` (case ignored)."""
-    wanted = [_normalise_path(f).casefold() for f in files if f.strip()]
+    """Whether the item's content, title, example reference or tags mention one of ``files`` (case ignored).
+
+    A field that cannot mention any of the files (none of their names appears in it) is not searched.
+    """
+    wanted = [_normalise_path(f).casefold() for f in files if f.strip() and len(f) <= MAX_PATH_CHARS]
     if not wanted:
         return False
     texts = (item.content, item.title, item.example_reference or "", *item.tags)
-    mentioned = {m.casefold() for text in texts for m in extract_mentioned_files(text)}
+    mentioned: set[str] = set()
+    for text in texts:
+        folded = text.casefold()
+        if any(_could_mention(folded, w) for w in wanted):
+            mentioned.update(m.casefold() for m in extract_mentioned_files(text))
     return any(_mention_matches(w, m) for w in wanted for m in mentioned)
 
 
@@ -196,6 +270,9 @@ class RetrievalPlan:
     compression_allowed: bool = True
     compression_ratio: float = 0.0
     overrides: tuple[str, ...] = ()
+    #: the task type's profile (``general``: none) and the kinds it prefetches (empty: no prefetch)
+    task_profile: TaskTypeProfile = GENERAL_PROFILE
+    prefetch_kinds: frozenset[MemoryKind] = frozenset()
 
 
 def plan_retrieval(
@@ -206,8 +283,10 @@ def plan_retrieval(
     *,
     max_items: int = DEFAULT_MAX_ITEMS,
     task_id: str | None = None,
+    task_profile: TaskTypeProfile = GENERAL_PROFILE,
 ) -> RetrievalPlan:
-    """The plan for one request: the profile's preferences, weights for the task mode, the files mentioned.
+    """The plan for one request: the profile's preferences, weights for the task mode, the files mentioned,
+    and the task type's prefetch (its wanted kinds the profile does not exclude).
 
     ``mentioned_files`` (from the request) come first, then files found in ``request_text``;
     the item cap is the smaller of ``max_items`` and the profile's own, if it has one.
@@ -215,8 +294,7 @@ def plan_retrieval(
     """
     if max_items < 1:
         raise ValueError(f"max_items must be at least 1, got {max_items}")
-    files = dict.fromkeys(p for p in (_normalise_path(f) for f in mentioned_files) if p)
-    files.update(dict.fromkeys(extract_mentioned_files(request_text)))
+    files = mentioned_files_for(mentioned_files, request_text)
     cap = min(max_items, profile.max_items) if profile.max_items is not None else max_items
     return RetrievalPlan(
         profile=profile.name,
@@ -228,13 +306,15 @@ def plan_retrieval(
         min_importance=profile.min_importance,
         max_items=cap,
         candidate_limit=cap * CANDIDATE_MULTIPLIER,
-        mentioned_files=tuple(files),
+        mentioned_files=files,
         task_id=task_id.strip() if task_id and task_id.strip() else None,
         preserve_head=profile.preserve_head,
         preserve_tail=profile.preserve_tail,
         compression_allowed=profile.allow_compression,
         compression_ratio=profile.compression_aggressiveness,
         overrides=profile.overrides,
+        task_profile=task_profile,
+        prefetch_kinds=task_profile.wanted_kinds - profile.excluded_kinds,
     )
 
 

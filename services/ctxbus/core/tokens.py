@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import math
 import re
+import string
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 
 #: Longest word WordPiece splits; a longer one is a single ``[UNK]`` token.
@@ -52,13 +54,25 @@ LONG_WORD_CHARS = 10
 LONG_LETTERS_PER_TOKEN = 2.5
 #: Distinct words whose cost is remembered.
 WORD_CACHE_SIZE = 8192
+#: From this many words of letters and digits in one text, their humps are counted in one pass.
+MIXED_BATCH_FROM = 64
 
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f]")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
-_ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
-_OTHER_CHAR = re.compile(r"[^\x00-\x7f\s]")
+#: the non-ASCII characters that are blank (``str.isspace``): the other non-ASCII characters are one token each
+NON_ASCII_BLANKS = (
+    "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 _HUMP = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: the letter humps and the digit humps of ``_HUMP``, found apart (digits never start a letter hump)
+_LETTER_HUMP = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_DIGIT_HUMP = re.compile(r"[0-9]+")
 _VOWEL = re.compile(r"[aeiouyAEIOUY]")
+#: an ASCII word of letters and digits, at most MAX_WORD_CHARS long (possessive: each word is scanned once) ...
+_MIXED = rf"(?=[A-Za-z]++[0-9]|[0-9]++[A-Za-z])(?=[A-Za-z0-9]{{1,{MAX_WORD_CHARS}}}+(?![A-Za-z0-9]))"
+_MIXED_WORD = re.compile(rf"(?<![A-Za-z0-9]){_MIXED}[A-Za-z0-9]++")
+#: ... and every other ASCII word
+_OTHER_WORD = re.compile(rf"(?<![A-Za-z0-9])(?!{_MIXED})[A-Za-z0-9]++")
 
 
 def _letters_cost(letters: str, *, dense: bool) -> int:
@@ -74,7 +88,14 @@ def word_tokens(word: str) -> int:
     """Estimated WordPiece tokens of one ASCII word (letters and digits only)."""
     if len(word) > MAX_WORD_CHARS:
         return 1
-    mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+    if word.isdigit():  # one hump of digits
+        return math.ceil(len(word) / DIGITS_PER_TOKEN)
+    if word.isalpha():
+        if word.islower():  # one hump of lower-case letters
+            return _letters_cost(word, dense=False)
+        mixed = False
+    else:  # neither all digits nor all letters: letters and digits
+        mixed = True
     cost = 0
     for hump in _HUMP.findall(word):
         if hump.isdigit():
@@ -84,9 +105,38 @@ def word_tokens(word: str) -> int:
     return max(1, min(cost, len(word)))
 
 
+def _mixed_words_tokens(words: list[str]) -> int:
+    """:func:`word_tokens` summed over words of letters and digits (at most MAX_WORD_CHARS each), in a few passes.
+
+    In such a word every letter hump costs one token per DENSE_LETTERS_PER_TOKEN letters and every digit hump one
+    per DIGITS_PER_TOKEN digits, so its cost depends on its humps' lengths only, and the humps of all the words
+    are counted at once (hashes and ids would otherwise cost a call each). Each hump costs at least one token
+    and at most one per character, so a word's cost needs no clamping.
+    """
+    joined = " ".join(words)
+    letters = Counter(map(len, _LETTER_HUMP.findall(joined)))
+    digits = Counter(map(len, _DIGIT_HUMP.findall(joined)))
+    return sum(math.ceil(n / DENSE_LETTERS_PER_TOKEN) * k for n, k in letters.items()) + sum(
+        math.ceil(n / DIGITS_PER_TOKEN) * k for n, k in digits.items()
+    )
+
+
+def _words_tokens(text: str) -> int:
+    """:func:`word_tokens` summed over the ASCII words of ``text``."""
+    mixed = _MIXED_WORD.findall(text)
+    if len(mixed) < MIXED_BATCH_FROM:
+        return sum(map(word_tokens, _ASCII_WORD.findall(text)))
+    return sum(map(word_tokens, _OTHER_WORD.findall(text))) + _mixed_words_tokens(mixed)
+
+
 def estimate_tokens(text: str) -> int:
     """A conservative estimate of the all-MiniLM-L6-v2 token count of ``text`` (no special tokens)."""
+    others = 0
     if not text.isascii():
-        text = _COMBINING_MARKS.sub("", unicodedata.normalize("NFD", text))
-    words = sum(word_tokens(w) for w in _ASCII_WORD.findall(text))
-    return words + len(_ASCII_PUNCT.findall(text)) + len(_OTHER_CHAR.findall(text))
+        text = unicodedata.normalize("NFD", text)
+        if _COMBINING_MARKS.search(text):
+            text = _COMBINING_MARKS.sub("", text)
+        # non-ASCII and not blank, counted without a list of matches
+        others = len(text) - len(text.encode("ascii", "ignore")) - sum(map(text.count, NON_ASCII_BLANKS))
+    punctuation = sum(map(text.count, string.punctuation))  # ASCII punctuation, one token each
+    return _words_tokens(text) + punctuation + others

@@ -2,9 +2,11 @@
 
 ``POST /v1/hooks`` takes Claude Code's hook input as is (so Claude Code's ``http``
 hook type can call it directly); the lean ``ctxbus hook ...`` client posts the
-same. Context events publish a retrieval request and wait for its injection;
-Stop and SessionEnd publish an outcome. When the pipeline does not answer in
-time, the answer is the project's learned-pattern file (seed 002), never nothing.
+same. Context events publish a retrieval request and wait for its injection.
+PostToolUse, Stop, SessionEnd and the next prompt feed the outcome inference
+(:mod:`ctxbus.gateway.outcomes`), which publishes OutcomeRecorded. When the
+pipeline does not answer in time, the answer is the project's learned-pattern
+file (seed 002), never nothing.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED, with_deadline
+from ctxbus.core.hook_evidence import TOOL_EVENTS
 from ctxbus.gateway.deadline import HookWait
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.library import LibraryRoutes
+from ctxbus.gateway.outcomes import OutcomeTracker
+from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
 from ctxbus.hooks.project import project_for
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
@@ -42,6 +47,8 @@ TIMEOUT_HEADER = "x-ctxbus-timeout-ms"
 EVENT_HEADER = "x-ctxbus-hook-event"
 #: part of a hook's budget kept for the file fallback and the way back
 FALLBACK_RESERVE_S = 0.3
+#: at most this long for publishing a prompt's feedback outcome before its retrieval request goes out
+FEEDBACK_PUBLISH_S = 0.25
 
 
 class HookGateway:
@@ -53,8 +60,13 @@ class HookGateway:
         router: ReplyRouter,
         metrics: Metrics,
         library: LibraryRoutes | None = None,
+        outcomes: OutcomeTracker | None = None,
+        patterns: PatternSync | None = None,
     ) -> None:
         self._library = library
+        #: the outcome inference (None when CTXBUS_HOOK_OUTCOMES=false)
+        self._outcomes = outcomes
+        self._patterns = patterns
         self._settings = settings
         self._topics = topics
         self._publisher = publisher
@@ -76,6 +88,8 @@ class HookGateway:
             hook_input = json.loads(request.body or b"null")
         except ValueError as exc:
             raise HttpError(400, f"hook input is not JSON: {exc}") from exc
+        except RecursionError:
+            raise HttpError(400, "hook input is not JSON: nested too deeply") from None
         if not isinstance(hook_input, dict):
             raise HttpError(400, "hook input must be a JSON object")
         event = hook_input.get("hook_event_name") or request.headers.get(EVENT_HEADER)
@@ -88,9 +102,13 @@ class HookGateway:
         if self._settings.enabled:
             budget_s = self._budget(request)
             if event in CONTEXT_EVENTS:
-                body, outcome = await self._context(event, hook_input, budget_s)
+                await self._before_context(event, hook_input, budget_s)
+                left_s = max(0.05, budget_s - (time.perf_counter() - started))  # one budget for the whole call
+                body, outcome = await self._context(event, hook_input, left_s)
             elif event in OUTCOME_EVENTS:
-                outcome = await self._outcome(event, hook_input)
+                outcome = await self._outcome(event, hook_input, budget_s)
+            elif event in TOOL_EVENTS and self._outcomes is not None:
+                outcome = await self._outcomes.tool_result(hook_input, budget_s)
             else:
                 outcome = "ignored"
         self._metrics.gateway_requests.labels(event, outcome).inc()
@@ -107,6 +125,8 @@ class HookGateway:
     async def _context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> tuple[dict[str, Any], str]:
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         project = project_for(cwd)
+        if self._patterns is not None and event == "SessionStart":  # the project's pattern file feeds the store
+            budget_s = await self._patterns.at_session_start(cwd, project, budget_s)
         try:
             payload = request_for(hook_input, self._settings)
         except (HookInputError, ValueError) as exc:
@@ -116,6 +136,8 @@ class HookGateway:
         wait = HookWait.start(budget_s)
         payload = with_deadline(payload, wait.request_deadline)
         request = Envelope.root(payload, project=project, session_id=session_of(hook_input), producer=SERVICE)
+        if self._outcomes is not None and event == "UserPromptSubmit":
+            self._outcomes.turn_started(hook_input, request.correlation_id)
         self._router.expect(request.correlation_id)
         try:
             await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), wait.left())
@@ -135,6 +157,8 @@ class HookGateway:
             log.warning("hook_expired", project=project, correlation_id=str(request.correlation_id))
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "expired_fallback"
         context = injected.payload.context
+        if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
+            context = self._file_fallback(cwd)
         log.info(
             "hook_answered",
             project=project,
@@ -156,10 +180,33 @@ class HookGateway:
             home=Path.home(),
         )
 
-    async def _outcome(self, event: str, hook_input: dict[str, Any]) -> str:
+    async def _before_context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> None:
+        """SessionStart marks where the session's transcript starts; a prompt may carry feedback on the
+        previous turn, published before the prompt's own request. Never in the way of the context."""
+        if self._outcomes is None:
+            return
+        try:
+            if event == "SessionStart":
+                await self._outcomes.session_started(hook_input)
+            else:
+                await self._outcomes.prompt(hook_input, min(FEEDBACK_PUBLISH_S, budget_s / 4))
+        except Exception:  # the prompt still gets its context
+            log.exception("outcome_inference_failed", hook_event=event)
+
+    async def _outcome(self, event: str, hook_input: dict[str, Any], budget_s: float) -> str:
+        if self._outcomes is not None:
+            if event == "Stop":
+                return await self._outcomes.stop(hook_input, budget_s)
+            return await self._outcomes.session_end(hook_input, budget_s)
+        if event == "Stop":
+            return "ignored"
+        # inference off: the session's end still counts as one use of what was injected
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         reason = hook_input.get("reason") if isinstance(hook_input.get("reason"), str) else None
-        payload = OutcomeRecorded(source=f"hook.{event}", notes=f"reason: {reason}" if reason else None)
+        notes = "no_evidence: outcome inference is off (CTXBUS_HOOK_OUTCOMES=false)" + (
+            f". reason: {reason}" if reason else ""
+        )
+        payload = OutcomeRecorded(source=f"hook.{event}:no_evidence", notes=notes)
         outcome = Envelope.root(payload, project=project_for(cwd), session_id=session_of(hook_input), producer=SERVICE)
         await self._publisher.publish(self._topics.outcome_recorded, outcome)
         return "outcome_published"

@@ -34,7 +34,7 @@ def _git_dir(root: str) -> str | None:
     if os.path.isdir(dot_git):
         return dot_git
     try:  # a worktree or submodule: "gitdir: <path>"
-        with open(dot_git, encoding="utf-8") as fh:
+        with open(dot_git, encoding="utf-8", errors="replace") as fh:
             line = fh.read(4096).strip()
     except OSError:
         return None
@@ -43,7 +43,7 @@ def _git_dir(root: str) -> str | None:
         gitdir = target if os.path.isabs(target) else os.path.normpath(os.path.join(root, target))
         common = os.path.join(gitdir, "commondir")
         if os.path.exists(common):
-            with open(common, encoding="utf-8") as fh:
+            with open(common, encoding="utf-8", errors="replace") as fh:
                 return os.path.normpath(os.path.join(gitdir, fh.read().strip()))
         return gitdir
     return None
@@ -73,7 +73,7 @@ def origin_remote(root: str) -> str | None:
     if gitdir is None:
         return None
     try:
-        with open(os.path.join(gitdir, "config"), encoding="utf-8") as fh:
+        with open(os.path.join(gitdir, "config"), encoding="utf-8", errors="replace") as fh:
             match = _REMOTE.search(fh.read(65536))
     except OSError:
         return None

@@ -116,7 +116,7 @@ class InjectorHandler:
         task = TaskContext(
             task_type=completed.task_type.value if completed.task_type else None,
             task_type_confidence=completed.task_type_confidence,
-            domain=completed.request.domain,
+            domain=completed.domain or completed.request.domain,
             profile=completed.profile,
             fingerprint=completed.fingerprint,
         )
@@ -176,7 +176,7 @@ class InjectorHandler:
             ),
             pattern_count=len(result.item_ids),
             context_size_bytes=len(text.encode("utf-8")),
-            agent_domain=request.domain,
+            agent_domain=completed.domain or request.domain,
             min_confidence_threshold=request.min_confidence,
             retrieval_duration_ms=min(round(completed.retrieval_duration_ms), MAX_RETRIEVAL_MS),
             agent_name=request.agent_name,

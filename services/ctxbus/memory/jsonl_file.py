@@ -266,11 +266,23 @@ def _raw_id(raw: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+#: one decoder for every line (``json.loads`` with a hook would build a new one per call)
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_without_repeats)
+#: the first characters a JSON value can have (json also reads NaN and Infinity)
+_VALUE_STARTS = frozenset('{["-0123456789tfnNI')
+_NOT_A_VALUE = "not valid JSON: Expecting value at column 1"
+
+
 def _decode(line: str) -> Any:
+    """The JSON of one (stripped) line; ValueError with json's reason when it is not JSON or nests too deeply."""
+    if line[:1] not in _VALUE_STARTS:  # json's own answer, without building an exception per junk line
+        raise ValueError(_NOT_A_VALUE)
     try:
-        return json.loads(line, object_pairs_hook=_object_without_repeats)
+        return _DECODER.decode(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("not valid JSON: nested too deeply") from None
 
 
 def parse_jsonl_text(text: str, *, path: Path, project: str, now: datetime | None = None) -> ParsedMemories:

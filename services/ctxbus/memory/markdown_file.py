@@ -232,23 +232,33 @@ def split_content(text: str, limit: int = MAX_CONTENT_CHARS) -> list[str]:
     if len(text) <= limit:
         return [text]
     parts: list[str] = []
-    current = ""
+    current: list[str] = []  # joined once it is full (adding to a string would copy it for every piece)
+    size = 0
     for separator, piece in _pieces(text, limit):
-        candidate = f"{current}{separator}{piece}" if current else piece
-        if len(candidate) <= limit:
-            current = candidate
-        else:
-            parts.append(current)
-            current = piece
-    parts.append(current)
+        if size and size + len(separator) + len(piece) <= limit:
+            current += (separator, piece)
+            size += len(separator) + len(piece)
+        elif size:
+            parts.append("".join(current))
+            current, size = [piece], len(piece)
+        else:  # nothing yet (or only empty pieces): the piece starts the part, without its separator
+            current, size = [piece], len(piece)
+    parts.append("".join(current))
     return [p.strip() for p in parts if p.strip()]
 
 
-def _unique(base: str, seen: set[str]) -> str:
-    candidate, n = base, 1
+def _unique(base: str, seen: set[str], tried: dict[str, int]) -> str:
+    """``base``, else ``base-2``, ``base-3`` ... whichever is not in ``seen`` (added to it).
+
+    ``tried`` remembers the last number given for each base: every number below it is taken already
+    (``seen`` only grows), so a document with thousands of equal headings is not quadratic.
+    """
+    n = tried.get(base, 1)
+    candidate = base if n == 1 else f"{base}-{n}"
     while candidate in seen:
         n += 1
         candidate = f"{base}-{n}"
+    tried[base] = n
     seen.add(candidate)
     return candidate
 
@@ -268,16 +278,17 @@ def parse_markdown_text(
     items: list[MemoryItem] = []
     errors: list[LineError] = []
     seen: set[str] = set()
+    tried: dict[str, int] = {}
     for section in doc.sections:
         content = "\n".join(section.body).strip()
         if not content:
             continue
-        slug = _unique(slugify(section.heading), seen) if section.heading is not None else None
+        slug = _unique(slugify(section.heading), seen, tried) if section.heading is not None else None
         base_title = _title(doc.title, section)
         parts = split_content(content)
         for number, part in enumerate(parts, start=1):
             part_slug = f"{slug}-part-{number}" if slug else f"part-{number}"
-            anchor = slug if number == 1 else _unique(part_slug, seen)
+            anchor = slug if number == 1 else _unique(part_slug, seen, tried)
             item_id = f"{stem}#{anchor}" if anchor else stem
             suffix = f" (part {number} of {len(parts)})" if len(parts) > 1 else ""
             fields: dict[str, Any] = {

@@ -156,6 +156,8 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise PatternFileError(path, f"not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise PatternFileError(path, "not valid JSON: nested too deeply") from None
 
 
 def parse_pattern_file(path: Path, *, project: str, now: datetime | None = None) -> ParsedPatterns:

@@ -27,11 +27,13 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.lifeline import lifeline
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
-from ctxbus.replay.decode import Decoder, DecodeStats, Fact
+from ctxbus.replay.decode import Decoder
+from ctxbus.replay.facts import DecodeStats, Fact
 from ctxbus.replay.join import Joiner, JoinResult
 from ctxbus.replay.options import Selection
 from ctxbus.replay.read import PartitionRange, ReadCounts, ReadPlan, TopicReader, split_ranges
-from ctxbus.replay.report import Report, Source, build_report
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Report, Source
 
 #: Below this many records a replay reads and decodes in process (workers cost a few tenths of a second).
 MIN_RECORDS_FOR_WORKERS = 20_000

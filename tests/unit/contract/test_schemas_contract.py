@@ -76,8 +76,9 @@ def _avro_fields(fullname: str) -> set[str]:
     ],
 )
 def test_models_mirror_the_avro_records(model: type[BaseModel], fullname: str) -> None:
-    # an item's feedback is learned by ctxbus from outcomes, never sent: producers cannot forge it
-    local_only = {"feedback"} if model is MemoryItem else set()
+    # an item's feedback (learned from outcomes) and cluster (assigned by ingestion) are the store's, never sent:
+    # producers cannot forge them
+    local_only = {"feedback", "cluster_id"} if model is MemoryItem else set()
     assert set(model.model_fields) - local_only == _avro_fields(fullname)
 
 

@@ -5,6 +5,11 @@ asks for truncation at 128 and fixed padding to 128; both are replaced here: tru
 ``max_tokens`` (256 by default) and padding to the longest text of a batch. Mean pooling over the
 attention mask, L2 normalisation, 384 dims, cosine.
 
+What is tokenized is bounded too (``ctxbus.core.bounds``): a text is cut to EMBED_CHARS_PER_TOKEN characters
+per token of the window (at whitespace) before the tokenizer sees it. Tokenizing holds the GIL, and 100,000
+characters took up to 350 ms, freezing every other thread of the process; the window's tokens of any normal
+text lie well inside the cut.
+
 Importing this module is cheap: onnxruntime is imported and the model loaded (and its sha256
 checked) on the first embedding, or by :meth:`OnnxMiniLmEmbedder.warm_up`. Nothing is downloaded:
 a missing or altered file is an :class:`EmbedderUnavailable` error.
@@ -22,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
+from ctxbus.core.bounds import embed_chars, prefix
 from ctxbus.ports import Vector
 from ctxbus.settings import EmbedderSettings
 
@@ -116,6 +122,11 @@ class OnnxMiniLmEmbedder:
         """Load the model now (checks its sha256), so the first request does not pay for it."""
         self._get_session()
 
+    @property
+    def max_chars(self) -> int:
+        """Characters of a text the embedding reads at most (the cut is made at whitespace)."""
+        return embed_chars(self._settings.max_tokens)
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens and without truncation."""
         return len(self._counter.encode(text, add_special_tokens=False).ids)
@@ -126,7 +137,7 @@ class OnnxMiniLmEmbedder:
 
     def embed_query(self, text: str) -> Vector:
         """The unit vector of one text (no batching, no padding)."""
-        encoding = self._tokenizer.encode(text)
+        encoding = self._tokenizer.encode(prefix(text, self.max_chars))
         ids = np.asarray([encoding.ids], dtype=np.int64)
         mask = np.asarray([encoding.attention_mask], dtype=np.int64)
         return self._run(ids, mask)[0]
@@ -138,7 +149,7 @@ class OnnxMiniLmEmbedder:
         size = self._settings.batch_size
         for start in range(0, len(order), size):
             chunk = order[start : start + size]
-            encodings = self._tokenizer.encode_batch([texts[i] for i in chunk])
+            encodings = self._tokenizer.encode_batch([prefix(texts[i], self.max_chars) for i in chunk])
             ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
             mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
             for index, vector in zip(chunk, self._run(ids, mask), strict=True):

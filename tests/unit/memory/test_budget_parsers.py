@@ -1,0 +1,94 @@
+"""The memory parsers used on ingest (JSON lines, markdown, learned patterns) and the duplicate checks, on
+adversarial input: linear time (their work is per line or per item: a file of 50,000 bad lines makes 50,000
+line errors, so they get a linearity check where the request path gets a fixed budget), and a clear error,
+never a traceback, for what is not valid."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+
+from ctxbus.memory.ingest import near_duplicates, numbers
+from ctxbus.memory.jsonl_file import parse_jsonl_text
+from ctxbus.memory.markdown_file import parse_markdown_text, slugify, split_content
+from ctxbus.memory.pattern_file import parse_patterns
+
+from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST_MAKERS, SIZE, Maker, adversarial_makers, assert_linear
+
+PATH = Path("docs/adr/0001-notes.md")
+
+
+def jsonl_of(text: str) -> str:
+    item = {"id": "a", "kind": "principle", "content": text[:20_000] or "x", "title": text[:500]}
+    return "\n".join([text, json.dumps(item), text[: len(text) // 2]])
+
+
+PARSERS: dict[str, Callable[[str], object]] = {
+    "jsonl": lambda text: parse_jsonl_text(text, path=PATH, project="p"),
+    "jsonl with an item": lambda text: parse_jsonl_text(jsonl_of(text), path=PATH, project="p"),
+    "markdown": lambda text: parse_markdown_text(text, path=PATH, project="p"),
+    "split content": split_content,
+    "slug": slugify,
+    "patterns": lambda text: parse_patterns(
+        {"patterns": [{"pattern_id": "a", "description": text, "domain": text[:50]}]}, path=PATH, project="p"
+    ),
+    "numbers": numbers,
+    "near duplicates": lambda text: near_duplicates(text, text[::-1], 0.9, 0.75),
+}
+
+
+def check(make: Maker) -> None:
+    for parse in PARSERS.values():
+        assert_linear(parse, make)
+
+
+#: the known-worst texts that stress parsers (lines, headings, nesting, blanks, long tokens)
+PARSER_WORST = (
+    "short lines",
+    "JSON-ish lines",
+    "repeated headings",
+    "heading of blanks",
+    "domains line of blanks",
+    "deep JSON",
+    "deep brackets",
+    "hex blob",
+    "lone surrogates",
+    "unique words",
+    "a.a.a.",
+)
+
+
+@pytest.mark.parametrize("name", PARSER_WORST)
+def test_known_worst_text_is_parsed_in_linear_time(name: str) -> None:
+    check(KNOWN_WORST_MAKERS[name])
+
+
+@BUDGET_SETTINGS
+@given(adversarial_makers())
+def test_parsing_is_linear(make: Maker) -> None:
+    check(make)
+
+
+def test_equal_headings_get_numbered_ids() -> None:  # in linear time: see the repeated headings above
+    parsed = parse_markdown_text("# T\n" + "## Notes\nx\n" * 5, path=PATH, project="p")
+    assert [i.id for i in parsed.items] == [f"0001-notes#notes{s}" for s in ("", "-2", "-3", "-4", "-5")]
+
+
+def test_deeply_nested_json_is_a_line_error_not_a_traceback() -> None:
+    deep = "[" * SIZE + "]" * SIZE
+    item = json.dumps({"id": "ok", "kind": "principle", "content": "fine"})
+    parsed = parse_jsonl_text(deep + "\n" + item, path=PATH, project="p")
+    assert [i.id for i in parsed.items] == ["ok"]
+    assert len(parsed.errors) == 1 and "nested too deeply" in parsed.errors[0].reason
+
+
+def test_a_junk_line_is_refused_with_json_s_own_reason() -> None:
+    parsed = parse_jsonl_text("hello\n#x\n{oops\n[1, 2]", path=PATH, project="p")
+    reasons = [e.reason for e in parsed.errors]
+    assert reasons[0] == reasons[1] == "not valid JSON: Expecting value at column 1"
+    assert reasons[2].startswith("not valid JSON: Expecting property name")
+    assert len(reasons) == 4

@@ -1,0 +1,259 @@
+"""A time budget for the pure functions on the request path, and adversarial text to spend it on.
+
+Every such function handles ``SIZE`` (100,000) characters of adversarial text within ``BUDGET_S``
+(50 ms). The check is meant to hold on a loaded 2-core machine: it measures the CPU time of the
+calling thread (other processes' work does not count), takes the best of up to ``RUNS`` runs with
+the garbage collector paused, and stops at the first run within budget. A machine shared with other
+work still runs a thread slower (a busy sibling core, a lower clock, a hypervisor's steal): each run
+is divided by how much slower than on an unloaded machine a small reference workload runs right after
+it (at most ``MAX_STRETCH`` times). A super-linear function misses the budget by orders of magnitude
+(a quadratic regex took 30 s here), a linear one meets it with room to spare, so the check does not
+need a tight margin to tell them apart.
+
+The texts: a small unit drawn by hypothesis (a hex blob, a long token, runs of dots, slashes or
+underscores, repeated punctuation, path-like garbage, lone surrogates and combining marks, words
+that regular expressions look for) laid out to ``SIZE`` characters (repeated into one token, spaced,
+one per line, nested in brackets or JSON, or a long run ending in something else).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import math
+import re
+import string
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
+
+SIZE = 100_000
+BUDGET_S = 0.050
+RUNS = 3
+#: the CPU time of the reference workload (``_reference``) on an unloaded machine of this project's kind
+REFERENCE_S = 0.003
+#: a loaded machine may stretch the budget by at most this factor
+MAX_STRETCH = 3.0
+#: how long a measured slowdown is used before it is measured again
+SLOWDOWN_TTL_S = 1.0
+#: a first run this far over budget is not repeated (it cannot be noise)
+HOPELESS = 20.0
+#: linear work on 4 times the text takes about 4 times as long; quadratic work 16 times
+LINEAR_SLACK = 8.0
+
+#: hypothesis settings for the budget tests: a modest number of examples, no deadline of its own (the
+#: budget is checked here), no shrinking (a smaller text is only faster), no example database on disk
+BUDGET_SETTINGS = settings(
+    max_examples=8,
+    deadline=None,
+    database=None,
+    verbosity=Verbosity.quiet,  # a falsifying example is 100,000 characters: the failure message says enough
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=(HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example),
+)
+
+PATH_LIKE = (
+    "a/",
+    "./",
+    "../",
+    "a.b",
+    "a.py",
+    "/a.",
+    "*/",
+    "**/",
+    "~/",
+    "a:b/",
+    "x.p/y",
+    "a://",
+    "www.",
+    "src/a_b.py:1",
+    ".a.",
+    "a.b.c.",
+    "_.-",
+)
+CUE_WORDS = (
+    "replace x ",
+    "move a ",
+    "doesnt ",
+    "fix the bug ",
+    "how does ",
+    "? ",
+    "hello ",
+    "review ",
+    "# ",
+    "- ",
+    "domains: ",
+    "```",
+    "1.5 ms ",
+)
+NESTING = (("(", ")"), ("[", "]"), ("{", "}"), ('{"a":', "}"), ('{"a":[', "]}"), ("<", ">"), ('"', '"'), ("`", "`"))
+LAYOUTS = ("repeat", "spaced", "lines", "nested", "tail")
+
+UNITS = st.one_of(
+    st.text(alphabet="0123456789abcdef", min_size=1, max_size=16),
+    st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=8),
+    st.text(alphabet="./_-*~+:@#", min_size=1, max_size=4),
+    st.text(alphabet=string.punctuation, min_size=1, max_size=4),
+    st.sampled_from(PATH_LIKE),
+    st.text(alphabet=st.characters(categories=("Cs", "Mn", "Lo", "So", "Zs")), min_size=1, max_size=3),
+    st.sampled_from(CUE_WORDS),
+    st.text(min_size=1, max_size=6),
+)
+
+
+def layout(unit: str, how: str, size: int = SIZE, *, other: str = "x", nesting: tuple[str, str] = ("[", "]")) -> str:
+    """``unit`` laid out to ``size`` characters (see the module docstring)."""
+    if how == "repeat":
+        text = unit * (size // len(unit) + 1)
+    elif how == "spaced":
+        text = (unit + " ") * (size // (len(unit) + 1) + 1)
+    elif how == "lines":
+        text = (unit + "\n") * (size // (len(unit) + 1) + 1)
+    elif how == "nested":
+        opening, closing = nesting
+        depth = max(1, (size - len(unit)) // (len(opening) + len(closing)))
+        return (opening * depth + unit + closing * depth)[:size]
+    elif how == "tail":
+        text = unit * ((size - len(other)) // len(unit)) + other
+    else:
+        raise ValueError(f"unknown layout {how!r}")
+    return text[:size]
+
+
+Maker = Callable[[int], str]
+
+
+@st.composite
+def adversarial_makers(draw: st.DrawFn) -> Maker:
+    """A maker of adversarial text of any size (see the module docstring)."""
+    unit, how, other, nesting = draw(UNITS), draw(st.sampled_from(LAYOUTS)), draw(UNITS), draw(st.sampled_from(NESTING))
+    return functools.partial(_laid_out, unit, how, other, nesting)
+
+
+def _laid_out(unit: str, how: str, other: str, nesting: tuple[str, str], size: int) -> str:
+    return layout(unit, how, size, other=other, nesting=nesting)
+
+
+def adversarial_texts(size: int = SIZE) -> st.SearchStrategy[str]:
+    """``size`` characters of adversarial text (see the module docstring)."""
+    return adversarial_makers().map(lambda make: make(size))
+
+
+#: makers of texts known to have been slow somewhere on the request path or on ingest
+KNOWN_WORST_MAKERS: dict[str, Maker] = {
+    "hex blob": lambda n: layout("0123456789abcdef", "repeat", n),
+    "upper case run": lambda n: "A" * n,
+    "underscores": lambda n: "_" * n,
+    "a-a-a-": lambda n: layout("a-", "repeat", n),
+    "a+a+a+": lambda n: layout("a+", "repeat", n),
+    "a.a.a.": lambda n: layout("a.", "repeat", n),
+    "dots after a letter": lambda n: "a" + "." * (n - 1),
+    "./././": lambda n: layout("./", "repeat", n),
+    "a/a/a/": lambda n: layout("a/", "repeat", n),
+    "ab://ab://": lambda n: layout("ab://", "repeat", n),
+    "replace x replace x": lambda n: layout("replace x ", "repeat", n),
+    "move a move a": lambda n: layout("move a ", "repeat", n),
+    "one-letter words": lambda n: layout("a", "spaced", n),
+    "unique words": lambda n: " ".join(f"w{i}x" for i in range(n // 5))[:n],
+    "CJK": lambda n: "漢字" * (n // 2),
+    "lone surrogates": lambda n: "é\ud800" * (n // 2),
+    "deep JSON": lambda n: layout("1", "nested", n, nesting=('{"a":', "}")),
+    "deep brackets": lambda n: layout("x", "nested", n),
+    "heading of blanks": lambda n: "# " + " " * (n - 3) + "x",
+    "domains line of blanks": lambda n: "domains:" + " " * (n - 8),
+    "short lines": lambda n: layout("a", "lines", n),
+    "JSON-ish lines": lambda n: layout("1.", "lines", n),
+    "repeated headings": lambda n: layout("# a\nx", "lines", n),
+}
+#: those texts at SIZE characters
+KNOWN_WORST: dict[str, str] = {name: make(SIZE) for name, make in KNOWN_WORST_MAKERS.items()}
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced (what the models accept; the hook replaces them before sending)."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _thread_seconds(
+    fn: Callable[..., Any], *args: Any, expect: tuple[type[BaseException], ...] = (), **kwargs: Any
+) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.thread_time()
+        with contextlib.suppress(*expect):
+            fn(*args, **kwargs)
+        return time.thread_time() - started
+    finally:
+        gc.enable()
+
+
+_REFERENCE_TEXT = "the quick brown fox jumps over 13 lazy dogs; " * 2_000
+_REFERENCE_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _reference() -> int:
+    """A reference workload like the ones measured: a regular expression and a Python loop over 90,000 characters."""
+    total = 0
+    for word in _REFERENCE_WORD.findall(_REFERENCE_TEXT):
+        total += len(word) if word.isalpha() else 1
+    return total
+
+
+_measured: list[tuple[float, float]] = []  # (when, slowdown) of the last measure
+
+
+def slowdown() -> float:
+    """How much slower than REFERENCE_S this machine runs the reference workload now (1 to MAX_STRETCH; measured
+    again after SLOWDOWN_TTL_S)."""
+    now = time.monotonic()
+    if not _measured or now - _measured[-1][0] > SLOWDOWN_TTL_S:
+        best = min(_thread_seconds(_reference) for _ in range(3))
+        _measured[:] = [(now, min(MAX_STRETCH, max(1.0, best / REFERENCE_S)))]
+    return _measured[-1][1]
+
+
+def cpu_seconds(
+    fn: Callable[..., Any], *args: Any, expect: tuple[type[BaseException], ...] = (), **kwargs: Any
+) -> float:
+    """The best CPU time of this thread over up to RUNS calls of ``fn`` (stops at the first within budget), each
+    divided by the machine's slowdown measured right after it (see the module docstring).
+
+    ``expect``: exceptions that are a proper answer to bad input (they count as finishing).
+    """
+    best = math.inf
+    for _ in range(RUNS):
+        spent = _thread_seconds(fn, *args, expect=expect, **kwargs)
+        best = min(best, spent / slowdown())
+        if best <= BUDGET_S or best > HOPELESS * BUDGET_S:
+            break
+    return best
+
+
+def assert_linear(fn: Callable[[str], Any], make: Maker, *, expect: tuple[type[BaseException], ...] = ()) -> None:
+    """``fn`` takes linear time on the texts ``make`` makes: within BUDGET_S at SIZE characters, or at most
+    LINEAR_SLACK times as long as at a quarter of the size (a quadratic function takes 16 times as long).
+
+    For functions whose work is per line or per item (parsers that make an error or an item per line).
+    """
+    large = cpu_seconds(fn, make(SIZE), expect=expect)
+    if large <= BUDGET_S:
+        return
+    small = cpu_seconds(fn, make(SIZE // 4), expect=expect)
+    assert large <= LINEAR_SLACK * max(small, BUDGET_S / 16), (
+        f"{getattr(fn, '__qualname__', fn)} took {large * 1000:.1f} ms on {SIZE} characters, "
+        f"{small * 1000:.1f} ms on {SIZE // 4}: not linear"
+    )
+
+
+def assert_within_budget(
+    fn: Callable[..., Any], *args: Any, expect: tuple[type[BaseException], ...] = (), **kwargs: Any
+) -> None:
+    """``fn(*args, **kwargs)`` finishes within BUDGET_S of CPU time (best of up to RUNS runs)."""
+    spent = cpu_seconds(fn, *args, expect=expect, **kwargs)
+    sizes = [len(a) for a in args if isinstance(a, str | bytes)]
+    assert spent <= BUDGET_S, f"{getattr(fn, '__qualname__', fn)} took {spent * 1000:.1f} ms on inputs of {sizes}"
