@@ -12,6 +12,7 @@ from aiokafka.structs import ConsumerRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import record_size
 from ctxbus.adapters.kafka.reply import ReplyRouter
+from ctxbus.bench.poison import MIB, Poison, a_request, corpus
 from ctxbus.contract.serde import (
     HEADER_DEAD_LETTER,
     HEADER_DLQ_PREFIX,
@@ -24,7 +25,6 @@ from ctxbus.settings import Settings
 from ctxbus.wiring import Resources
 
 from .kafka_io import read_all, send_raw, wait_caught_up
-from .poison import MIB, Poison, a_request, corpus
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +110,7 @@ async def test_an_oversize_record_on_every_consumed_topic_leaves_every_service_r
         topics.retrieval_requested: ["retriever"],
         topics.memory_upserted: ["memory"],
         topics.context_injected: ["learning-injections", "recorder"],
-        topics.outcome_recorded: ["learning-outcomes"],
+        topics.outcome_recorded: ["learning-outcomes", "task-outcomes"],
         topics.retrieval_completed: ["injector"],
         topics.attempt_recorded: ["attempts"],
     }

@@ -46,7 +46,11 @@ def load_memories(settings: Settings, count: int) -> float:
         "from ctxbus.settings import Settings; "
         "_load_in_process(Settings(data_dir=Path(sys.argv[1]), topic_prefix=sys.argv[2]), int(sys.argv[3]))"
     )
-    subprocess.run([sys.executable, "-c", code, str(settings.data_dir), settings.topic_prefix, str(count)], check=True)
+    subprocess.run(
+        [sys.executable, "-c", code, str(settings.data_dir), settings.topic_prefix, str(count)],
+        check=True,
+        preexec_fn=lifeline(),
+    )
     return time.perf_counter() - started
 
 

@@ -18,7 +18,7 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import adversarial_cmds, overload_cmds, replay_cmds
+from ctxbus.cli import adversarial_cmds, chaos_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
@@ -94,6 +94,7 @@ def register(sub: Any) -> None:
 
     register_outcomes_bench(bsub)
     adversarial_cmds.register_bench(bsub)
+    chaos_cmds.register_bench(bsub)
     overload_cmds.register_bench(bsub)
 
 
@@ -218,14 +219,24 @@ async def _up(
         )
     if archiver is not None:
         archiving = asyncio.create_task(archiver.run(archive_stop))
+        archiving.add_done_callback(_archive_ended)
     try:
         await asyncio.gather(*tasks)
     finally:
         announcer.cancel()
         if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
             archive_stop.set()
-            await archiving
+            try:
+                await archiving
+            except Exception:  # the history is not the pipeline: say so loudly, stop cleanly
+                log.exception("archive_failed", hint="the event history since the last flush may be missing")
     return 0
+
+
+def _archive_ended(task: asyncio.Task[None]) -> None:
+    """An archiver that ends before the stack does is an error worth a log line the moment it happens."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("archive_stopped_early", error=repr(task.exception()))
 
 
 async def _start_archive(settings: Settings, config: KafkaClientConfig) -> Archiver:

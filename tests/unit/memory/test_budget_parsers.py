@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
-from ctxbus.memory.ingest import near_duplicates, numbers
 from ctxbus.memory.jsonl_file import parse_jsonl_text
 from ctxbus.memory.markdown_file import parse_markdown_text, slugify, split_content
+from ctxbus.memory.near_copies import near_duplicates, numbers
 from ctxbus.memory.pattern_file import parse_patterns
 
 from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST_MAKERS, SIZE, Maker, adversarial_makers, assert_linear

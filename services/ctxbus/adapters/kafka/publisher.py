@@ -21,6 +21,8 @@ from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
 
 log = structlog.get_logger("ctxbus.publisher")
+#: how long a starting publisher may spend announcing its schemas (``ctxbus topics create`` makes the topic)
+ANNOUNCE_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +62,14 @@ class EventPublisher:
     async def _announce(self, topic: str) -> None:
         """Publish the current schema documents (best effort: a reader without them dead-letters, it does not
         misread, so a broker that refuses them must not stop the producer)."""
-        try:
+
+        async def send_all() -> None:
             sends = [await self._producer.send(topic, value=value, key=key) for key, value in announcements()]
             await asyncio.gather(*sends)
-        except KafkaError as exc:
+
+        try:  # bounded: a cluster without the topic (and no auto-creation) must not hold up the first event
+            await asyncio.wait_for(send_all(), ANNOUNCE_TIMEOUT_S)
+        except (KafkaError, TimeoutError) as exc:
             log.warning("schemas_not_announced", topic=topic, error=repr(exc))
 
     async def stop(self) -> None:

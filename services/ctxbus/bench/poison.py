@@ -3,7 +3,8 @@
 Each case is a record as any client could write it onto a consumed topic (value, key, headers) with the
 reason slug and error class its dead letter carries, and whether the dead letter is the truncated form
 (the original is too large to republish whole under the 1 MiB producer limit). The large values are
-deterministic pseudo-random bytes, so a test can recompute their sha256.
+deterministic pseudo-random bytes, so a test can recompute their sha256. Shipped (not only a test
+fixture) because ``ctxbus bench chaos`` produces it onto running services too.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def noise(size: int, seed: str, first: bytes = b"\x07") -> bytes:
 
 
 def a_request(**kw: object) -> Envelope[RetrievalRequested]:
-    payload = RetrievalRequested(agent_name="poison", prompt="fix the login bug", trigger=Trigger.USER_PROMPT, **kw)  # type: ignore[arg-type]
+    payload = RetrievalRequested(agent_name="poison", prompt="fix the login bug", trigger=Trigger.USER_PROMPT, **kw)
     return Envelope.root(payload, project="acme/web", session_id="poison", producer="test")
 
 
