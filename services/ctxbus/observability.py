@@ -100,6 +100,14 @@ class Metrics:
             ["service", "topic", "partition"],
             registry=r,
         )
+        self.requests_expired = Counter(
+            "ctxbus_requests_expired_total",
+            "Requests answered as expired, with no retrieval or assembly, by the service that found it so "
+            "(retriever, injector) and why (past_deadline; would_miss: less time left than one retrieval takes; "
+            "overload: it and the requests behind it could not all be served in time, so the oldest made way)",
+            ["service", "cause"],
+            registry=r,
+        )
         self.retries = Counter(
             "ctxbus_handler_retries_total", "Retried handler attempts, by service", ["service"], registry=r
         )
@@ -146,7 +154,8 @@ class Metrics:
         self.gateway_requests = Counter(
             "ctxbus_gateway_requests_total",
             "Hook calls answered by the gateway, by hook event and outcome "
-            "(injected, empty, timeout_fallback, bus_error_fallback, oversize_fallback, bad_input, outcome_published, "
+            "(injected, empty, timeout_fallback, expired_fallback, bus_error_fallback, oversize_fallback, bad_input, "
+            "outcome_published, "
             "ignored, disabled)",
             ["event", "outcome"],
             registry=r,

@@ -30,11 +30,13 @@ from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
+from ctxbus.injector.expiry import InjectorDeadlines
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.learning.handler import LearningHandler
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchMode, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
+from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
 from ctxbus.settings import InjectionSettings, Settings
@@ -190,7 +192,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
         return [
             RunnerSpec(
                 "retriever",
-                retriever,
+                # requests past (or about to miss) their deadline are answered at once, the oldest first under load
+                RetrieverDeadlines(
+                    retriever,
+                    topic=topics.retrieval_completed,
+                    embedding_model=res.embedder.model_id,
+                    metrics=res.metrics,
+                    clock=utc_now,
+                ),
                 topics.retrieval_requested,
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
@@ -215,7 +224,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
         return [
             RunnerSpec(
                 "injector",
-                injector,
+                InjectorDeadlines(injector, topic=topics.context_injected, metrics=res.metrics, clock=utc_now),
                 topics.retrieval_completed,
                 EventType.RETRIEVAL_COMPLETED,
                 (topics.context_injected,),

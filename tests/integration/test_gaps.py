@@ -9,7 +9,7 @@ import copy
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigge
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.core.agent_state import parse_state
+from ctxbus.core.deadlines import RETURN_MARGIN_S
 from ctxbus.core.gap_sources import compose
 from ctxbus.core.gaps import Gap, GapPolicy, GapReason, detect_gap
 from ctxbus.gaps import GapInjectionTimeout, GapInputError, GapStatus, assess, fill_gap
@@ -160,6 +161,8 @@ async def test_a_clarification_request_gets_the_projects_memory_injected(
     assert p.trigger is Trigger.GAP and p.injection_target == "injected_context" and p.agent_name == "dev"
     assert p.domain == "auth" and p.mentioned_files == ("src/auth/reset.py", "src/auth/session_cache.py")
     assert p.prompt.startswith("Should a password reset revoke")
+    # the pipeline knows when this call stops waiting (timeout_s), less the answer's way back
+    assert p.deadline == request.emitted_at + timedelta(seconds=15 - RETURN_MARGIN_S)
     # memory was asked for what the state's own context left of the budget
     assert p.max_chars < settings.injection.max_chars and p.max_tokens < settings.injection.max_tokens
 

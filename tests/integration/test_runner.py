@@ -418,3 +418,39 @@ async def test_a_dead_letter_refused_by_a_broker_with_a_lower_limit_is_sent_smal
     assert dlq(dead, "original-sha256") == hashlib.sha256(original).hexdigest()
     assert dlq(dead, "reason") == "undecodable" and dlq(dead, "original-offset") == str(offset)
     assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1
+
+
+class RefusesFirstOutput(EventPublisher):
+    """A broker that refuses the first output's size (MESSAGE_TOO_LARGE on its acknowledgement)."""
+
+    def __init__(self, config: KafkaClientConfig, topic: str) -> None:
+        super().__init__(config, "t")
+        self.topic = topic
+        self.refused = 0
+
+    async def enqueue(self, record: PreparedRecord) -> asyncio.Future[Any]:
+        if record.topic == self.topic and not self.refused:
+            self.refused += 1
+            ack: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            ack.set_exception(MessageSizeTooLargeError(f"{record.size} > the broker's limit"))
+            return ack
+        return await super().enqueue(record)
+
+
+async def test_an_output_the_broker_refuses_dead_letters_its_input_and_the_batch_goes_on(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    """Outputs are acknowledged after the batch is handled: a refusal still dead-letters its own input only."""
+    first, second = a_request("one"), a_request("two")
+    for event in (first, second):
+        await send_raw(kafka, topics.retrieval_requested, EventSerializer()(event), partition=0)
+    async with RefusesFirstOutput(kafka, topics.retrieval_completed) as pub:
+        handler = EchoHandler(topics)
+        runner = make_runner(settings, kafka, topics, handler, pub, metrics)
+        await run_until_caught_up(runner, kafka, GROUP(settings), topics.retrieval_requested)
+    assert pub.refused == 1 and handler.calls == 2
+    (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
+    assert dead.value == EventSerializer()(first)
+    assert dlq(dead, "reason") == "output_too_large" and dlq(dead, "error-class") == "MessageSizeTooLargeError"
+    (out,) = await read_all(kafka, topics.retrieval_completed, expect=1)
+    assert EventDeserializer()(out.value).causation_id == second.event_id

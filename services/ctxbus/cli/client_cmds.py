@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -18,6 +19,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer
 from ctxbus.contract.topics import Topics
+from ctxbus.core.deadlines import deadline_for
 from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
 
@@ -36,7 +38,13 @@ def register(sub: Any) -> None:
     req.add_argument("--max-items", type=int, default=10)
     req.add_argument("--max-chars", type=int, default=10_000)
     req.add_argument("--max-tokens", type=int, default=2_000)
-    req.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the injection")
+    req.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds to wait for the injection; also the request's deadline (read after it, the request is "
+        "answered 'expired' without any work)",
+    )
     req.add_argument("--task", help="task id (retry, fallback and helper triggers get its pre-context)")
     req.add_argument("--failed-provider", help="the provider that just failed (fallback trigger)")
     req.add_argument("--failure-reason", help="why it failed (fallback trigger)")
@@ -66,6 +74,9 @@ def cmd_request(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.strict_domain and not (args.domain and args.domain.strip()):
         raise CliError("--strict-domain needs --domain")
+    if not args.timeout > 0:
+        raise CliError(f"--timeout must be positive, got {args.timeout:g}")
+    now = datetime.now(UTC)
     try:
         payload = RetrievalRequested(
             agent_name=args.agent,
@@ -81,8 +92,9 @@ def cmd_request(args: argparse.Namespace) -> int:
             task_id=args.task,
             failed_provider=args.failed_provider,
             failure_reason=args.failure_reason,
+            deadline=deadline_for(now, args.timeout),  # this command stops waiting after --timeout
         )
-        event = Envelope.root(payload, project=args.project, session_id=args.session, producer="cli")
+        event = Envelope.root(payload, project=args.project, session_id=args.session, producer="cli", now=now)
     except ValueError as exc:
         raise CliError(f"invalid request: {exc}") from exc
     injected, elapsed = asyncio.run(_request(settings, event, args.timeout))

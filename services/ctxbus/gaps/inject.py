@@ -29,6 +29,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
 from ctxbus.core.agent_state import AgentState, parse_state
+from ctxbus.core.deadlines import deadline_for, with_deadline
 from ctxbus.core.gap_sources import SourcePolicy, compose, plan_local
 from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, Similarity, assess_gap
 from ctxbus.gaps.result import GapResult, GapStatus, apply_injection
@@ -170,7 +171,9 @@ async def fill_gap(
         parsed, gap, sources or SourcePolicy(), max_chars=max_chars, max_tokens=max_tokens, count_tokens=count
     )
     request = gap_request(gap, parsed, settings, max_chars=plan.memory_chars, max_tokens=plan.memory_tokens)
-    event = Envelope.root(request, project=project, session_id=session, producer=PRODUCER)
+    now = datetime.now(UTC)  # the request's deadline: when this call stops waiting (real time, not ``clock``)
+    request = with_deadline(request, deadline_for(now, timeout_s))
+    event = Envelope.root(request, project=project, session_id=session, producer=PRODUCER, now=now)
     injected = await _request(settings, event, gap, timeout_s)
     p = injected.payload
     memory = p.context if p.item_ids else ""

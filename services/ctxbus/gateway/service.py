@@ -25,7 +25,9 @@ from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
+from ctxbus.core.deadlines import EXPIRED, with_deadline
 from ctxbus.core.hook_evidence import TOOL_EVENTS
+from ctxbus.gateway.deadline import HookWait
 from ctxbus.gateway.hook_input import clean_strings, event_of, parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.identity import NO_CWD, identify, project_of, resolved
@@ -101,7 +103,8 @@ class HookGateway:
             budget_s = self._budget(request)
             if event in CONTEXT_EVENTS:
                 await self._before_context(event, hook_input, budget_s)
-                body, outcome = await self._context(event, hook_input, budget_s)
+                left_s = max(0.05, budget_s - (time.perf_counter() - started))  # one budget for the whole call
+                body, outcome = await self._context(event, hook_input, left_s)
             elif event in OUTCOME_EVENTS:
                 outcome = await self._outcome(event, hook_input, budget_s)
             elif event in TOOL_EVENTS and self._outcomes is not None:
@@ -131,13 +134,16 @@ class HookGateway:
         except (HookInputError, ValueError) as exc:
             log.warning("hook_input_unusable", hook_event=event, error=str(exc))
             return hook_output(event, "", self._settings.max_chars), "bad_input"
+        # the request carries the moment this wait ends (less the answer's way back); one wait, until then
+        wait = HookWait.start(budget_s)
+        payload = with_deadline(payload, wait.request_deadline)
         request = Envelope.root(payload, project=project, session_id=session_of(hook_input), producer=SERVICE)
         if self._outcomes is not None and event == "UserPromptSubmit":
             self._outcomes.turn_started(hook_input, request.correlation_id)
         self._router.expect(request.correlation_id)
         try:
-            await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), budget_s)
-            injected = await self._router.wait(request.correlation_id, budget_s)
+            await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), wait.left())
+            injected = await self._router.wait(request.correlation_id, wait.left())
         except TimeoutError:
             log.warning("hook_timeout", project=project, correlation_id=str(request.correlation_id))
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "timeout_fallback"
@@ -149,6 +155,9 @@ class HookGateway:
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "oversize_fallback"
         finally:
             self._router.forget(request.correlation_id)
+        if injected.payload.empty_reason == EXPIRED:  # the pipeline was too late for it: the pattern file answers
+            log.warning("hook_expired", project=project, correlation_id=str(request.correlation_id))
+            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "expired_fallback"
         context = injected.payload.context
         if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
             context = self._file_fallback(cwd)

@@ -98,6 +98,15 @@ class EventPublisher:
             record.topic, value=record.value, key=record.key, headers=record.headers
         )
 
+    async def enqueue(self, record: PreparedRecord) -> asyncio.Future[Any]:
+        """Hand a prepared record to the producer without waiting for the broker: the returned future is its
+        acknowledgement. Records enqueued one after another reach a partition in that order (the producer
+        keeps one request in flight per partition)."""
+        ack: asyncio.Future[Any] = await self._producer.send(
+            record.topic, value=record.value, key=record.key, headers=record.headers
+        )
+        return ack
+
     async def publish(self, topic: str, event: AnyEnvelope) -> Any:
         """Send one event and wait for the acknowledgement; returns the record metadata."""
         return await self.send(self.prepare(topic, event))

@@ -1,7 +1,8 @@
 """The consumer loop every service shares: consume -> handle -> produce -> commit.
 
 - auto-commit off; a partition's offset is committed only after every output (or
-  the dead letter) of the messages before it is acknowledged by the broker;
+  the dead letter) of the messages before it is acknowledged by the broker: the outputs
+  of a batch are sent as each message is handled, and acknowledged before one commit;
 - retriable failures are retried with exponential backoff, a bounded number of times;
 - poison (undecodable, unknown schema, invalid, oversize, or a handler that
   rejects it) goes to the dead-letter topic with the reason, and the loop goes on;
@@ -22,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -30,6 +32,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.dead_letter import DeadLetterRecord, dead_letter_for, dead_letter_forms
+from ctxbus.adapters.kafka.inflight import Sent
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
@@ -42,6 +45,9 @@ from ctxbus.settings import ServiceSettings
 
 log = structlog.get_logger("ctxbus.runner")
 
+#: How many records wait behind the one being handled (the rest of the batch and what the broker holds beyond
+#: it), set by the loop for its handler: the retriever sheds load with it (ctxbus.retriever.expiry).
+BACKLOG: ContextVar[int] = ContextVar("ctxbus_backlog", default=0)
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
 #: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
@@ -209,18 +215,30 @@ class ConsumerRunner:
     async def _process_batch(
         self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
     ) -> None:
+        waiting = sum(len(r) for r in batch.values()) + sum(
+            max(0, (consumer.highwater(tp) or 0) - records[-1].offset - 1) for tp, records in batch.items()
+        )
         for tp, records in batch.items():
+            in_flight: list[Sent] = []  # outputs sent as soon as handled; acknowledged before the commit
             for msg in records:
-                await self._process(msg)
-                await consumer.commit({tp: OffsetAndMetadata(msg.offset + 1, "")})
+                waiting -= 1
+                BACKLOG.set(waiting)
+                sent = await self._process(msg)
+                if sent is not None:
+                    in_flight.append(sent)
+            for sent in in_flight:
+                await self._settle(sent)
+            await consumer.commit({tp: OffsetAndMetadata(records[-1].offset + 1, "")})
 
-    async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> None:
+    async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> Sent | None:
+        """Decode, handle and send the outputs of one message (not waiting for the broker): what was sent,
+        or None when nothing was (a duplicate, a dead letter)."""
         started = time.perf_counter()
         try:
             event = await self._decode(msg)
         except EventDecodeError as exc:
             await self._dead_letter(msg, exc, attempts=1, reason=exc.reason)
-            return
+            return None
         event_id = str(event.event_id)
         with structlog.contextvars.bound_contextvars(
             event_id=event_id,
@@ -231,27 +249,63 @@ class ConsumerRunner:
             if event_id in self._answered:
                 self._metrics.consumed.labels(self.name, self._topic, "duplicate").inc()
                 log.info("duplicate_skipped", offset=msg.offset)
-                return
+                return None
             headers = RECORD_HEADERS.set(tuple(msg.headers or ()))
             try:
                 outputs = await self._handle_with_retries(msg, event)
             finally:
                 RECORD_HEADERS.reset(headers)
             if outputs is None:
-                return
+                return None
+            sent = Sent(msg, event_id, str(event.correlation_id), started)
             try:  # every output is sized before any is sent
-                records = [self._publisher.prepare(out.topic, out.event) for out in outputs]
-                for record in records:
-                    await self._publish_with_retries(record)
-                    self._metrics.produced.labels(self.name, record.topic).inc()
-            except (RecordTooLarge, MessageSizeTooLargeError) as exc:  # ours, or a broker's lower limit
+                sent.records = [self._publisher.prepare(out.topic, out.event) for out in outputs]
+            except RecordTooLarge as exc:
                 await self._dead_letter(msg, exc, attempts=1, reason="output_too_large")
-                return
-            self._answered.add(event_id)
-            self._maybe_fault_exit(len(outputs))
+                return None
+            for record in sent.records:
+                sent.track(await self._enqueue(record))
+            self._answered.add(event_id)  # a redelivery within this batch is a duplicate already
+            return sent
+
+    async def _enqueue(self, record: PreparedRecord) -> asyncio.Future[Any]:
+        """The record handed to the producer: its acknowledgement (failed if it could not be handed over)."""
+        try:
+            return await self._publisher.enqueue(record)
+        except KafkaError as exc:  # settled like a write the broker failed
+            failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+
+    async def _settle(self, sent: Sent) -> None:
+        """Wait until every output of a message is acknowledged, then count it as processed (the broker's
+        refusal of an output's size dead-letters the input)."""
+        with structlog.contextvars.bound_contextvars(
+            event_id=sent.event_id, correlation_id=sent.correlation_id, service=self.name
+        ):
+            for record, ack in zip(sent.records, sent.acks, strict=True):
+                try:
+                    await self._acknowledged(record, ack)
+                except MessageSizeTooLargeError as exc:  # a broker's lower limit than ours
+                    await self._dead_letter(sent.msg, exc, attempts=1, reason="output_too_large")
+                    return
+                self._metrics.produced.labels(self.name, record.topic).inc()
+            self._maybe_fault_exit(len(sent.records))
             self._metrics.consumed.labels(self.name, self._topic, "processed").inc()
-            self._metrics.processing.labels(self.name).observe(time.perf_counter() - started)
-            log.debug("processed", offset=msg.offset, outputs=len(outputs))
+            retried = any(a.cancelled() or a.exception() is not None for a in sent.acks)
+            done = time.perf_counter() if retried else sent.acked_at
+            self._metrics.processing.labels(self.name).observe(max(0.0, done - sent.started))
+            log.debug("processed", offset=sent.msg.offset, outputs=len(sent.records))
+
+    async def _acknowledged(self, record: PreparedRecord, ack: asyncio.Future[Any]) -> None:
+        """Wait for an output's acknowledgement; a write the broker failed is sent again, with retries."""
+        try:
+            await ack
+        except MessageSizeTooLargeError:
+            raise  # the broker's limit: trying again cannot help
+        except KafkaError as exc:
+            log.warning("publish_failed", topic=record.topic, error=repr(exc))
+            await self._publish_with_retries(record)
 
     async def _decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope:
         """The record's event; a schema id of a newer producer is looked up on the schemas topic first."""

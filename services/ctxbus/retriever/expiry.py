@@ -1,0 +1,79 @@
+"""The retriever's deadlines: a request whose deadline has passed, or would pass before it could be answered,
+is answered at once with an ``expired`` completion (no embedding, no search, no ranking); under overload the
+oldest request makes way for the fresher ones behind it (see ``ctxbus.core.deadlines.shed_cause``).
+
+It wraps the retriever handler in the service's consumer loop only: the Python API and backtests call the
+handler itself, and a request without a deadline goes straight through.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import structlog
+
+from ctxbus.adapters.kafka.runner import BACKLOG, Handler, Output
+from ctxbus.contract.envelope import AnyEnvelope, Envelope
+from ctxbus.contract.payloads import RetrievalRequested
+from ctxbus.core.deadlines import LoadShedder, expired_completion, remaining_s
+from ctxbus.core.profiles import InvalidOverride, UnknownProfile
+from ctxbus.observability import Metrics
+from ctxbus.retriever.handler import profile_for
+
+log = structlog.get_logger("ctxbus.retriever")
+
+SERVICE = "retriever"
+
+
+class RetrieverDeadlines:
+    def __init__(
+        self,
+        inner: Handler,
+        *,
+        topic: str,
+        embedding_model: str,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        shedder: LoadShedder | None = None,
+    ) -> None:
+        self._inner = inner
+        self._topic = topic
+        self._model = embedding_model
+        self._metrics = metrics
+        self._clock = clock
+        self.shedder = shedder or LoadShedder()
+
+    async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        if isinstance(event.payload, RetrievalRequested) and event.payload.deadline is not None:
+            expired = self._expired(event, event.payload)
+            if expired is not None:
+                return [Output(self._topic, expired)]
+        started = time.monotonic()
+        outputs = await self._inner(event)
+        done = time.monotonic()
+        self.shedder.served(done - started, now=done)
+        return outputs
+
+    def _expired(self, event: Envelope[RetrievalRequested], request: RetrievalRequested) -> AnyEnvelope | None:
+        now = self._clock()
+        left = remaining_s(request.deadline, now)
+        cause = self.shedder.cause(left, backlog=BACKLOG.get(), now=time.monotonic())
+        if cause is None:
+            return None
+        try:
+            profile = profile_for(request).name
+        except (UnknownProfile, InvalidOverride):
+            return None  # poison: the handler dead-letters it
+        self._metrics.requests_expired.labels(SERVICE, cause).inc()
+        log.info(
+            "request_expired",
+            cause=cause,
+            project=event.project,
+            left_ms=round((left or 0.0) * 1000, 1),
+            work_ms=round(self.shedder.estimate.seconds * 1000, 1),
+            backlog=BACKLOG.get(),
+        )
+        completed = expired_completion(request, event.emitted_at, embedding_model=self._model, profile=profile)
+        return event.caused(completed, producer=SERVICE, now=now)
