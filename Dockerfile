@@ -20,7 +20,7 @@ RUN pip install . \
 
 USER ctxbus
 WORKDIR /home/ctxbus
-# metrics of `ctxbus run`: retriever, injector, recorder (CTXBUS_SERVICE_METRICS_PORT + 0, 1, 2)
-EXPOSE 9464 9465 9466
+# metrics, /healthz and /readyz of `ctxbus run`: retriever, injector, recorder, gateway (CTXBUS_SERVICE_METRICS_PORT + 0..3); the hook gateway
+EXPOSE 9464 9465 9466 9467 9470
 ENTRYPOINT ["ctxbus"]
 CMD ["--help"]

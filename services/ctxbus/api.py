@@ -11,13 +11,16 @@
             print(found.id, found.score)
         doc = memory.prime("payments", "Add refresh-token rotation", task_type="feature", domain="auth")
         print(doc["suggested_approach"])
+        memory.record_outcome("payments", "successful", session_id="s-42")   # how the session went
 
 ``search`` modes: ``ranked`` (default: the retriever's full path: task classification, the agent
 profile's policy, hybrid search, ranking; the score is the ranking's and ``breakdown`` explains it),
 ``hybrid`` (the store's fused candidates; score = reciprocal-rank fusion), ``dense`` (cosine) and
 ``sparse`` (BM25). ``prime`` returns seed 001's prime_context document, built by the injector's
-code. A Memory opened here owns the embedded store (another process holding it raises
-:class:`~ctxbus.ports.StoreBusy`); with ``CTXBUS_QDRANT_URL`` set it talks to that server instead.
+code. ``record_outcome`` records how a session or a task went: through the bus when there is one,
+else applied to this store at once (:mod:`ctxbus.learning.record`). A Memory opened here owns the
+embedded store (another process holding it raises :class:`~ctxbus.ports.StoreBusy`); with
+``CTXBUS_QDRANT_URL`` set it talks to that server instead.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.bounds import embed_chars, prefix
+from ctxbus.learning.record import OutcomeReceipt
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.model import MemoryItem
@@ -98,6 +102,12 @@ class SearchResult:
     truncated: bool = False
     query_tokens: int = 0
     notice: str | None = None
+    #: ranked mode: the domain the ranking used and where it came from (``request`` or ``detected``)
+    domain: str | None = None
+    domain_source: str | None = None
+    #: ranked mode: the task type used (the caller's, else the classifier's) and why the result is empty
+    task_type: str | None = None
+    empty_reason: str | None = None
 
 
 def _check_query(query: str, k: int, mode: str) -> None:
@@ -122,6 +132,8 @@ class Memory:
         topics = Topics(settings.topic_prefix)
         metrics = Metrics()  # a private registry: library calls do not touch a service's metrics
         self._retriever = retriever_handler(settings, embedder, store, topics, metrics)
+        #: search results list every near copy: collapsing them is for injected contexts (``prime``) only
+        self._searcher = self._retriever.searching()
         #: one event loop for the synchronous calls (a fresh loop and thread pool per call cost ~1 ms)
         self._runner: asyncio.Runner | None = None
         self._injector = injector_handler(settings, topics, metrics, embedder=embedder)
@@ -138,7 +150,8 @@ class Memory:
     # -- adding ---------------------------------------------------------------------------------------------
 
     def add(self, items: Iterable[MemoryItem]) -> IngestReport:
-        """Embed and store items (duplicates merge, ``supersedes`` retires; see ctxbus.memory.ingest)."""
+        """Embed and store items (exact duplicates merge, near copies are kept and clustered, ``supersedes``
+        retires; see ctxbus.memory.ingest)."""
         return ingest(list(items), self.embedder, self.store)
 
     def add_file(self, path: str | Path, *, project: str) -> tuple[IngestReport, list[LineError]]:
@@ -164,10 +177,28 @@ class Memory:
         domain: str | None = None,
         agent_role: str = "implementer",
         task_type: str | None = None,
+        strict_domain: bool = False,
+        abstain: bool = False,
     ) -> SearchResult:
-        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first."""
+        """The best ``k`` items of ``project`` (and the global scope) for ``query``, best first.
+
+        In ranked mode ``domain`` is a ranking signal (a domain is detected when none is given) and
+        ``strict_domain=True`` makes it a filter; in the other modes a ``domain`` is always a filter.
+        ``abstain`` (ranked mode): apply the injection path's relevance floor and meta-prompt recognition,
+        so the result is what would be injected (empty when the retriever would abstain).
+        """
         return self._sync(
-            self.asearch(project, query, k=k, mode=mode, domain=domain, agent_role=agent_role, task_type=task_type)
+            self.asearch(
+                project,
+                query,
+                k=k,
+                mode=mode,
+                domain=domain,
+                agent_role=agent_role,
+                task_type=task_type,
+                strict_domain=strict_domain,
+                abstain=abstain,
+            )
         )
 
     async def asearch(
@@ -180,13 +211,23 @@ class Memory:
         domain: str | None = None,
         agent_role: str = "implementer",
         task_type: str | None = None,
+        strict_domain: bool = False,
+        abstain: bool = False,
     ) -> SearchResult:
         """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
         _check_query(query, k, mode)
         started = time.perf_counter()
         truncated, tokens, notice = self._window(query)
+        facts: dict[str, Any] = {}
         if mode == "ranked":
-            completed = await self._retrieve(project, self._request(query, k, domain, agent_role, task_type))
+            request = self._request(query, k, domain, agent_role, task_type, strict_domain)
+            completed = await self._search(project, request, abstain=abstain)
+            facts = {
+                "domain": completed.domain,
+                "domain_source": completed.domain_source,
+                "task_type": completed.task_type.value if completed.task_type else None,
+                "empty_reason": completed.empty_reason,
+            }
             # the completed event lists items in assembly order (seed 004's head and tail first); a search is best first
             best_first = sorted(completed.items, key=lambda i: (-i.score, i.id, i.project))
             found = tuple(
@@ -208,7 +249,7 @@ class Memory:
                 for h in hits
             )
         ms = (time.perf_counter() - started) * 1000.0
-        return SearchResult(found, round(ms, 3), truncated, tokens, notice)
+        return SearchResult(found, round(ms, 3), truncated, tokens, notice, **facts)
 
     def _store_search(self, project: str, query: str, k: int, mode: SearchMode, domain: str | None) -> list[SearchHit]:
         vector = self.embedder.embed_query(query)
@@ -231,8 +272,10 @@ class Memory:
         max_items: int = 10,
         agent_role: str = "implementer",
         session_id: str | None = None,
+        strict_domain: bool = False,
     ) -> dict[str, Any]:
-        """Seed 001's prime_context: the assembled context for a task, as its JSON document."""
+        """Seed 001's prime_context: the assembled context for a task, as its JSON document
+        (``strict_domain=True``: only items of ``domain``)."""
         return self._sync(
             self.aprime(
                 project,
@@ -245,6 +288,7 @@ class Memory:
                 max_items=max_items,
                 agent_role=agent_role,
                 session_id=session_id,
+                strict_domain=strict_domain,
             )
         )
 
@@ -261,6 +305,7 @@ class Memory:
         max_items: int = 10,
         agent_role: str = "implementer",
         session_id: str | None = None,
+        strict_domain: bool = False,
     ) -> dict[str, Any]:
         """:meth:`prime` for callers that already run an event loop."""
         if not description or not description.strip():
@@ -268,14 +313,17 @@ class Memory:
         unknown = sorted(set(include or {}) - set(SECTIONS))
         if unknown:
             raise QueryError(f"unknown include section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
-        request = self._request(description, max_items, domain, agent_role, task_type).model_copy(
+        request = self._request(description, max_items, domain, agent_role, task_type, strict_domain).model_copy(
             update={"include": dict(include or {}), "prime": True, "max_tokens": max_tokens, "max_chars": max_chars}
         )
         try:
             RetrievalRequested.model_validate(request.model_dump())  # bounds on the budgets, as on the wire
         except ValueError as exc:
             raise QueryError(str(exc)) from exc
-        injected = await self._inject(project, request, session_id or f"api-{uuid.uuid4().hex[:12]}")
+        event = await self._inject_event(project, request, session_id or f"api-{uuid.uuid4().hex[:12]}")
+        if session_id is not None:  # a session the caller names can report its outcome: learning must know the items
+            await asyncio.to_thread(self._note_injection, event)
+        injected = event.payload
         document: dict[str, Any] = json.loads(injected.prime or "{}")
         document["context"] = injected.context
         return document
@@ -284,8 +332,15 @@ class Memory:
 
     @staticmethod
     def _request(
-        prompt: str, max_items: int, domain: str | None, agent_role: str, task_type: str | None
+        prompt: str,
+        max_items: int,
+        domain: str | None,
+        agent_role: str,
+        task_type: str | None,
+        strict_domain: bool = False,
     ) -> RetrievalRequested:
+        if strict_domain and not (domain and domain.strip()):
+            raise QueryError("strict_domain needs a domain")
         try:
             return RetrievalRequested(
                 agent_name=PRODUCER,
@@ -295,30 +350,104 @@ class Memory:
                 prompt=prompt,
                 max_items=max_items,
                 trigger=Trigger.USER_PROMPT,
+                strict_domain=strict_domain,
             )
         except ValueError as exc:
             raise QueryError(str(exc)) from exc
 
-    async def _run(self, event: Envelope[Any]) -> Envelope[Any]:
+    async def _run(self, event: Envelope[Any], *, searching: bool = False) -> Envelope[Any]:
         from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
 
-        handler = self._retriever if isinstance(event.payload, RetrievalRequested) else self._injector
+        retriever = self._searcher if searching else self._retriever
+        handler = retriever if isinstance(event.payload, RetrievalRequested) else self._injector
         try:
             (output,) = await handler(event)
         except PoisonEvent as exc:  # an unknown profile, a bad override: the caller's error
             raise QueryError(str(exc)) from exc
         return output.event
 
-    async def _retrieve(self, project: str, request: RetrievalRequested, session_id: str = "api") -> RetrievalCompleted:
+    async def _search(
+        self, project: str, request: RetrievalRequested, session_id: str = "api", *, abstain: bool = False
+    ) -> RetrievalCompleted:
+        """A retrieval for search results (every near copy listed, none collapsed); ``abstain`` applies the floor."""
+        from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
+
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
-        completed: RetrievalCompleted = (await self._run(event)).payload
+        try:
+            completed: RetrievalCompleted = (await self._searcher.complete(event, abstain=abstain)).payload
+        except PoisonEvent as exc:  # an unknown profile, a bad override: the caller's error
+            raise QueryError(str(exc)) from exc
         return completed
 
     async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:
+        return (await self._inject_event(project, request, session_id)).payload
+
+    async def _inject_event(
+        self, project: str, request: RetrievalRequested, session_id: str
+    ) -> Envelope[ContextInjected]:
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
         completed = await self._run(event)
-        injected: ContextInjected = (await self._run(completed)).payload
+        injected: Envelope[ContextInjected] = await self._run(completed)
         return injected
+
+    # -- outcomes -------------------------------------------------------------------------------------------
+
+    def record_outcome(
+        self,
+        project: str,
+        outcome: str,
+        *,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        notes: str | None = None,
+        source: str = PRODUCER,
+    ) -> OutcomeReceipt:
+        """Record how a session or a task (exactly one) went: ``successful``, ``partial`` or ``failed``.
+
+        Published on ``ctxbus.context.outcome.recorded.v1`` when there is a broker (a configured cluster or
+        the running stack; the store's owner learns from it); else recorded in this data directory's
+        learning ledger and applied to this store at once (``via="local"``, with the counts). Raises
+        :class:`~ctxbus.learning.record.OutcomeError` for bad input or a configured broker out of reach."""
+        return self._sync(
+            self.arecord_outcome(project, outcome, session_id=session_id, task_id=task_id, notes=notes, source=source)
+        )
+
+    async def arecord_outcome(
+        self,
+        project: str,
+        outcome: str,
+        *,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        notes: str | None = None,
+        source: str = PRODUCER,
+    ) -> OutcomeReceipt:
+        """:meth:`record_outcome` for callers that already run an event loop."""
+        from ctxbus.learning import record  # noqa: PLC0415
+
+        event = record.outcome_event(
+            project, outcome, session_id=session_id, task_id=task_id, notes=notes, source=source
+        )
+        config = record.bus_of(self.settings)
+        if config is not None:
+            await record.publish(config, Topics(self.settings.topic_prefix), event, PRODUCER)
+            return record.receipt(event, "bus")
+        counted, updated = await asyncio.to_thread(record.apply_locally, self.settings, self.store, event)
+        return record.receipt(event, "local", counted, updated)
+
+    def _note_injection(self, event: Envelope[ContextInjected]) -> None:
+        """An injection this library made, in the data directory's learning ledger (outcomes count for it)."""
+        from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
+        from ctxbus.learning.handler import injection_fact  # noqa: PLC0415
+
+        fact = injection_fact(event)
+        if not fact.items:
+            return
+        ledger = LearningLedger(self.settings.learning_db)
+        try:
+            ledger.add_injection(fact)
+        finally:
+            ledger.close()
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
+import threading
 from typing import TextIO
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
+
+from ctxbus.health import Health, with_health
 
 #: Latency buckets in seconds: 1 ms .. 10 s.
 LATENCY_BUCKETS = (
@@ -50,11 +56,24 @@ def configure_logging(level: str = "INFO", fmt: str = "json", stream: TextIO | N
     )
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """No access log on stderr (the services log JSON there)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class MetricsListenError(RuntimeError):
+    """``/metrics`` cannot be served where it was told to (the port is taken, the address is not local)."""
+
+
 class Metrics:
     """One registry per process; every series is labelled by service."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        #: liveness and readiness, served beside /metrics (wiring registers the checks)
+        self.health = Health()
         r = self.registry
         self.consumed = Counter(
             "ctxbus_events_consumed_total",
@@ -127,7 +146,8 @@ class Metrics:
         self.gateway_requests = Counter(
             "ctxbus_gateway_requests_total",
             "Hook calls answered by the gateway, by hook event and outcome "
-            "(injected, empty, timeout_fallback, bus_error_fallback, bad_input, outcome_published, ignored, disabled)",
+            "(injected, empty, timeout_fallback, bus_error_fallback, oversize_fallback, bad_input, outcome_published, "
+            "ignored, disabled)",
             ["event", "outcome"],
             registry=r,
         )
@@ -140,6 +160,19 @@ class Metrics:
         )
 
     def serve(self, host: str, port: int) -> int:
-        """Serve ``/metrics`` over HTTP; returns the bound port (``port=0`` picks one)."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``self.health``) over HTTP in a thread;
+        returns the bound port (``port=0`` picks one).
+
+        Raises MetricsListenError (naming host and port) when it cannot listen there.
+        """
+        app = with_health(make_wsgi_app(self.registry), self.health)
+        try:
+            server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+        except OSError as exc:
+            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror or exc})"
+            raise MetricsListenError(
+                f"the metrics port {port} on {host} {reason}: "
+                "set CTXBUS_SERVICE_METRICS_PORT to a free port (0 picks one)"
+            ) from exc
+        threading.Thread(target=server.serve_forever, name="ctxbus-metrics", daemon=True).start()
         return int(server.server_port)

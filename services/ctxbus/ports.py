@@ -39,6 +39,8 @@ class SearchQuery:
     domain: str | None = None
     min_confidence: float | None = None
     min_importance: float | None = None
+    #: only items whose normalised text has this hash (``MemoryItem.content_hash``): exact duplicates
+    content_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

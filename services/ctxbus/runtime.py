@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +26,8 @@ class RuntimeInfo:
     gateway_port: int
     topic_prefix: str
     started_at: str
+    #: the embedded broker's process (None: a cluster, or a file written before ctxbus recorded it)
+    broker_pid: int | None = None
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,14 +46,61 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _command_line(pid: int) -> str | None:
+    """The process's command line (arguments joined by spaces), or None where /proc cannot tell."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
+
+
+def _runs(pid: int, marker: str) -> bool:
+    """Whether ``pid`` is alive and (where /proc tells) its command line holds ``marker``:
+    a recycled pid of another program is not the process the runtime file means."""
+    if not _alive(pid):
+        return False
+    line = _command_line(pid)
+    return line is None or marker in line
+
+
+def _load(path: Path) -> RuntimeInfo | None:
+    try:
+        data = json.loads(path.read_text())
+        fields = {k: v for k, v in data.items() if k in RuntimeInfo.__dataclass_fields__}
+        return RuntimeInfo(**fields)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def read_runtime(settings: Settings) -> RuntimeInfo | None:
     """The running stack's facts, or None when none runs (a stale file is ignored)."""
-    try:
-        data = json.loads(settings.runtime_file.read_text())
-        info = RuntimeInfo(**data)
-    except (OSError, ValueError, TypeError):
+    info = _load(settings.runtime_file)
+    return info if info is not None and _runs(info.pid, "ctxbus") else None
+
+
+def clear_stale_runtime(settings: Settings) -> str | None:
+    """Remove a runtime file whose stack is gone, stopping a broker it left behind; says what it did.
+
+    A stack killed before it could clean up (SIGKILL, power loss) leaves its file, and a stack of an
+    older ctxbus (or on a system without parent-death signals) may have left its broker running too.
+    """
+    path = settings.runtime_file
+    info = _load(path)
+    if info is None:
+        if not path.exists():
+            return None
+        path.unlink(missing_ok=True)
+        return f"removed an unreadable runtime file {path}"
+    if _runs(info.pid, "ctxbus"):
         return None
-    return info if _alive(info.pid) else None
+    done = f"replaced the runtime file of a stack that is gone (pid {info.pid})"
+    if info.broker_pid is not None and _runs(info.broker_pid, "tansu"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(info.broker_pid, signal.SIGTERM)
+        done += f"; stopped the broker it left behind (pid {info.broker_pid})"
+    path.unlink(missing_ok=True)
+    return done
 
 
 def kafka_config(settings: Settings) -> KafkaClientConfig:

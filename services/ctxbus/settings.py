@@ -50,6 +50,9 @@ class KafkaSettings(BaseSettings):
     enable_idempotence: bool | None = None
     #: None: 5 ms for the embedded broker (it does not wake waiting fetches), 100 ms otherwise.
     fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    #: largest record a ctxbus producer sends (key + value + headers, as aiokafka sizes it); larger ones are
+    #: refused before they reach the client. Kafka's default broker limit (message.max.bytes) is about 1 MiB.
+    max_record_bytes: int = Field(default=1_048_576, ge=65_536, le=100_000_000)
     topic_partitions: int = Field(default=3, ge=1, le=1000)
     topic_replication: int = Field(default=1, ge=1, le=10)
     #: port of the embedded broker; 0 picks a free one
@@ -93,6 +96,9 @@ class ServiceSettings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     #: base port: retriever +0, injector +1, recorder +2 (``ctxbus up`` serves all on the base port)
     metrics_port: int = Field(default=9464, ge=0, le=65535)
+    #: a dead letter whose original is too large to republish whole keeps this many leading bytes of it
+    #: (with its size and sha256); at most half of CTXBUS_KAFKA_MAX_RECORD_BYTES
+    dead_letter_prefix_bytes: int = Field(default=65_536, ge=0, le=50_000_000)
     #: fault injection for crash tests: exit hard (no commit) once this many outputs were produced; 0 = off
     fault_exit_after_outputs: int = Field(default=0, ge=0)
 
@@ -117,6 +123,19 @@ class InjectionSettings(BaseSettings):
     weight_conviction: float = Field(default=0.08, ge=0.0, le=100.0)
     weight_recency: float = Field(default=0.04, ge=0.0, le=100.0)
     half_life_days: float = Field(default=90.0, gt=0.0, le=36_500.0)
+    #: seed 001's task-type profiles (ctxbus.core.task_profiles); false ranks every task type as general
+    task_profiles: bool = True
+    #: the relevance floor (ctxbus.core.abstain; defaults calibrated by ``ctxbus bench retrieval --calibrate``):
+    #: a request whose relevance (best cosine + weighted margin over the pack and keyword evidence) is below
+    #: this gets no items, empty reason ``nothing_relevant_enough``; -2 turns the floor off
+    min_relevance: float = Field(default=0.458, ge=-2.0, le=2.0)
+    #: the pack: how many of the best candidates' cosines the margin is measured over (median)
+    relevance_pack: int = Field(default=8, ge=2, le=100)
+    relevance_margin_weight: float = Field(default=-0.5, ge=-2.0, le=2.0)
+    relevance_keyword_weight: float = Field(default=0.2, ge=0.0, le=2.0)
+    #: system and meta prompts (task notifications, slash-command echoes, acknowledgements) get no items,
+    #: empty reason ``meta_prompt``, without embedding or search (ctxbus.core.meta_prompts)
+    skip_meta_prompts: bool = True
 
     @field_validator("search_mode")
     @classmethod
@@ -171,12 +190,19 @@ class HookSettings(BaseSettings):
 
     enabled: bool = True
     max_patterns: int = Field(default=5, ge=1, le=100)
-    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: items rated below this are not injected by the hooks. 0.5 is what an unrated item gets (markdown
+    #: documents, JSON lines without a confidence), so unrated items stay and only explicitly doubted ones go;
+    #: relevance is the floor's job (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the
+    #: suggested approach. The pattern-file fallback keeps seed 002's 0.7 unless this is set: it has no
+    #: relevance judgement of its own.
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     #: the whole hook call, including the fallback, stays within this
     timeout_ms: int = Field(default=2_000, ge=100, le=60_000)
     #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json
     patterns_file: str = ".claude/learned_patterns.json"
     max_chars: int = Field(default=10_000, ge=100, le=10_000)
+    #: infer session outcomes from Bash results, the transcript and the next prompt (read by the gateway)
+    outcomes: bool = True
 
 
 class GatewaySettings(BaseSettings):
@@ -187,6 +213,23 @@ class GatewaySettings(BaseSettings):
     port: int = Field(default=9470, ge=0, le=65535)
     #: a hook input larger than this is refused (the hook client trims prompts above 4 MB before posting)
     max_body_bytes: int = Field(default=8_000_000, ge=1_000, le=50_000_000)
+
+
+class ArchiveSettings(BaseSettings):
+    """The embedded stack's event history on disk (ctxbus.archive)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_ARCHIVE_", extra="ignore")
+
+    #: None: on for the embedded broker (it keeps nothing across a restart), off for a cluster (its retention does)
+    enabled: bool | None = None
+    #: the archive's root; empty: DATA_DIR/archive
+    dir: Path | None = None
+    #: how often archived records are flushed to disk: what a SIGKILL of ``ctxbus up`` can lose at most
+    flush_interval_ms: int = Field(default=1_000, ge=50, le=60_000)
+    #: how often the consumer groups' committed positions are snapshotted
+    offsets_interval_ms: int = Field(default=5_000, ge=100, le=600_000)
+    retention_days: float = Field(default=30.0, gt=0)
+    retention_bytes: int = Field(default=1 << 30, ge=1 << 20)
 
 
 class Settings(BaseSettings):
@@ -205,6 +248,7 @@ class Settings(BaseSettings):
     hook: HookSettings = Field(default_factory=HookSettings)
     precontext: PreContextSettings = Field(default_factory=PreContextSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
 
     @field_validator("topic_prefix")
     @classmethod
@@ -213,6 +257,15 @@ class Settings(BaseSettings):
         if not value or any(c not in "abcdefghijklmnopqrstuvwxyz0123456789._-" for c in value.lower()):
             raise ValueError("topic_prefix must be non-empty and use only letters, digits, '.', '_', '-'")
         return value
+
+    @model_validator(mode="after")
+    def _dead_letter_fits(self) -> Settings:
+        if self.service.dead_letter_prefix_bytes > self.kafka.max_record_bytes // 2:
+            raise ValueError(
+                f"CTXBUS_SERVICE_DEAD_LETTER_PREFIX_BYTES ({self.service.dead_letter_prefix_bytes}) must be at most "
+                f"half of CTXBUS_KAFKA_MAX_RECORD_BYTES ({self.kafka.max_record_bytes})"
+            )
+        return self
 
     @property
     def store_dir(self) -> Path:
@@ -230,6 +283,10 @@ class Settings(BaseSettings):
     def learning_db(self) -> Path:
         """The injections and outcomes learning counts from (rebuildable from the topics)."""
         return self.data_dir / "learning.sqlite3"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.archive.dir or self.data_dir / "archive"
 
     @property
     def runtime_file(self) -> Path:

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import structlog
 
@@ -19,13 +20,16 @@ from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
+from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader
 from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.ranking import RankingWeights
+from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
-from ctxbus.injector.attempts import AttemptRecorderHandler, policy_from
+from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.learning.handler import LearningHandler
 from ctxbus.observability import Metrics
@@ -33,7 +37,7 @@ from ctxbus.ports import Embedder, SearchMode, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
-from ctxbus.settings import Settings
+from ctxbus.settings import InjectionSettings, Settings
 
 log = structlog.get_logger("ctxbus.wiring")
 
@@ -119,6 +123,16 @@ def ranking_weights(settings: Settings) -> RankingWeights:
     )
 
 
+def floor_policy(injection: InjectionSettings) -> FloorPolicy:
+    """The relevance floor the settings ask for (``CTXBUS_INJECTION_MIN_RELEVANCE`` and ``_RELEVANCE_*``)."""
+    return FloorPolicy(
+        min_relevance=injection.min_relevance,
+        pack_size=injection.relevance_pack,
+        margin_weight=injection.relevance_margin_weight,
+        keyword_weight=injection.relevance_keyword_weight,
+    )
+
+
 def retriever_handler(
     settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
 ) -> RetrieverHandler:
@@ -134,6 +148,9 @@ def retriever_handler(
         clock=utc_now,
         classifier=build_classifier(embedder),
         mode=SearchMode(settings.injection.search_mode),
+        task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
+        floor=floor_policy(settings.injection),
+        skip_meta_prompts=settings.injection.skip_meta_prompts,
     )
 
 
@@ -158,7 +175,8 @@ def injector_handler(
 
 
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
-    """The consumer loops a service runs (the injector also records agent attempts for pre-context)."""
+    """The consumer loops a service runs (the injector also records agent attempts for pre-context and
+    closes the tasks an outcome ended)."""
     s = res.settings
     if name == "retriever":
         if res.embedder is None:
@@ -177,12 +195,14 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
             ),
-            # the store has one owner: memory sent through the bus is stored by this process
+            # the store has one owner: memory sent through the bus is stored by this process, which answers
+            # every upsert once its items are searchable
             RunnerSpec(
                 "memory",
-                MemoryUpsertHandler(res.embedder, res.store),
+                MemoryUpsertHandler(res.embedder, res.store, topics),
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
+                (topics.memory_stored,),
             ),
             # ... and so is what outcomes teach about the injected items
             RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),
@@ -202,6 +222,9 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             ),
             RunnerSpec(
                 "attempts", AttemptRecorderHandler(res.attempts), topics.attempt_recorded, EventType.ATTEMPT_RECORDED
+            ),
+            RunnerSpec(
+                "task-outcomes", TaskOutcomeHandler(res.attempts), topics.outcome_recorded, EventType.OUTCOME_RECORDED
             ),
         ]
     if name == "recorder":
@@ -226,13 +249,20 @@ async def _when_ready(runners: list[ConsumerRunner], on_ready: Callable[[], None
 
 
 @contextlib.asynccontextmanager
-async def publisher_for(config: KafkaClientConfig, client_id: str) -> AsyncIterator[EventPublisher]:
-    publisher = EventPublisher(config, client_id)
+async def publisher_for(
+    config: KafkaClientConfig, client_id: str, topics: Topics | None = None
+) -> AsyncIterator[EventPublisher]:
+    """A started publisher; with ``topics`` it announces its schemas on the schemas topic first."""
+    publisher = EventPublisher(config, client_id, schemas_topic=topics.schemas if topics else None)
     await publisher.start()
     try:
         yield publisher
     finally:
         await publisher.stop()
+
+
+#: a project no one uses: the store's readiness check counts its items
+HEALTH_PROJECT = "__ctxbus_health__"
 
 
 async def run_services(
@@ -253,7 +283,8 @@ async def run_services(
     topics = Topics(settings.topic_prefix)
     res = resources or Resources(settings=settings, metrics=metrics)
     try:
-        async with publisher_for(config, "+".join(names)) as publisher:
+        async with publisher_for(config, "+".join(names), topics) as publisher:
+            schemas = SchemaTopicReader(config, topics.schemas)
             runners = [
                 ConsumerRunner(
                     name=spec.name,
@@ -267,17 +298,35 @@ async def run_services(
                     settings=settings.service,
                     metrics=metrics,
                     output_topics=spec.outputs,
+                    schemas=schemas,
                 )
                 for name in names
                 for spec in build_runners(name, res, topics)
             ]
+            for runner in runners:
+                metrics.health.add(f"consumer:{runner.name}", runner.readiness)
+            if res.store is not None:
+                metrics.health.add("store", _store_check(res.store))
             waiter = asyncio.create_task(_when_ready(runners, on_ready))
             try:
                 await asyncio.gather(*(r.run(stop) for r in runners))
             finally:
                 waiter.cancel()
+                for runner in runners:
+                    metrics.health.remove(f"consumer:{runner.name}")
+                metrics.health.remove("store")
     finally:
         res.close()
+
+
+def _store_check(store: VectorStore) -> Callable[[], str | None]:
+    """The store answers a count (the embedded engine at once; a Qdrant server over the network)."""
+
+    def check() -> str | None:
+        store.count(HEALTH_PROJECT)
+        return None
+
+    return check
 
 
 def _memory_of(res: Resources) -> Callable[[], Memory | None]:
@@ -308,12 +357,26 @@ async def run_gateway(
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
+    from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
-    async with publisher_for(config, "gateway") as publisher, ReplyRouter(config, topics.context_injected) as router:
+    async with (
+        publisher_for(config, "gateway", topics) as publisher,
+        ReplyRouter(config, topics.context_injected) as router,
+    ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library)
+        outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
+        patterns = PatternSync(
+            config,
+            topics,
+            publisher,
+            state_dir=settings.data_dir / "pattern-sync",
+            patterns_file=settings.hook.patterns_file,
+            home=Path.home(),
+        )
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns)
         server = HttpServer(
             gateway.handle,
             host=settings.gateway.host,
@@ -322,9 +385,12 @@ async def run_gateway(
         )
         port = await server.start()
         log.info("gateway_listening", host=settings.gateway.host, port=port)
+        metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
+            metrics.health.remove("gateway")
             await server.stop()
+            await patterns.close()

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 
+#: what a foreign producer may send: far more than ctxbus's own producers (the embedded broker takes it)
+FOREIGN_MAX_REQUEST_BYTES = 64_000_000
+
 
 async def send_raw(
-    config: KafkaClientConfig, topic: str, value: bytes | None, key: bytes = b"k", partition: int | None = None
+    config: KafkaClientConfig,
+    topic: str,
+    value: bytes | None,
+    key: bytes | None = b"k",
+    partition: int | None = None,
+    headers: Sequence[tuple[str, bytes]] = (),
 ) -> tuple[int, int]:
-    producer = AIOKafkaProducer(**config.producer("test"))
+    """One record as any client could write it (no ctxbus size guard, a 64 MB request limit)."""
+    producer = AIOKafkaProducer(**{**config.producer("test"), "max_request_size": FOREIGN_MAX_REQUEST_BYTES})
     await producer.start()
     try:
-        meta = await producer.send_and_wait(topic, value=value, key=key, partition=partition)
+        meta = await producer.send_and_wait(topic, value=value, key=key, partition=partition, headers=list(headers))
         return int(meta.partition), int(meta.offset)
     finally:
         await producer.stop()

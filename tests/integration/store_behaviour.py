@@ -123,6 +123,21 @@ class StoreBehaviour:
         assert (filled.count(), filled.count("acme"), filled.count("nobody")) == (5, 3, 0)
         assert "reset" not in ids(filled, embedder, "password reset", "acme")
 
+    def test_exact_text_filter_and_cluster_ids_round_trip(
+        self, store: VectorStore, embedder: OnnxMiniLmEmbedder
+    ) -> None:
+        items = [
+            mem("a", "acme", "Rotate refresh tokens on every use"),
+            mem("b", "acme", "  ROTATE refresh tokens   on every use", cluster_id="a"),
+            mem("c", "acme", "Rotate refresh tokens on every use, and revoke the old ones", cluster_id="a"),
+            mem("d", "other", "Rotate refresh tokens on every use"),
+        ]
+        store.upsert(items, embedder.embed([i.embedding_text() for i in items]))
+        same_text = ids(store, embedder, "refresh tokens", "acme", content_hash=items[0].content_hash)
+        assert sorted(same_text) == ["a", "b"]  # same normalised text, this project only
+        assert store.get("acme", ["a", "b", "c"]) == items[:3]
+        assert [i.cluster for i in store.get("acme", ["a", "b", "c"])] == ["a", "a", "a"]
+
     def test_wrong_vectors_are_refused(self, store: VectorStore) -> None:
         with pytest.raises(ValueError, match="1 items but 0 vectors"):
             store.upsert(CORPUS[:1], [])
@@ -191,3 +206,18 @@ class StoreBehaviour:
         ]
         assert filled.get("acme", ["ratelimit"]) == [retired]
         assert set(ids(filled, embedder, "password reset", "acme", min_importance=0.8)) == {"reset"}
+
+    def test_a_strict_domain_filters_every_search_mode(self, filled: VectorStore, embedder: OnnxMiniLmEmbedder) -> None:
+        """``SearchQuery.domain`` (a request's strict domain) holds for the dense and the keyword half alike."""
+        text = "password reset tokens and database columns"
+        vector = embedder.embed_query(text)
+
+        def found(mode: SearchMode, domain: str | None) -> set[str]:
+            query = SearchQuery(vector=vector, project="acme", text=text, mode=mode, limit=20, domain=domain)
+            return {h.item.id for h in filled.search(query)}
+
+        for mode in SearchMode:
+            assert found(mode, None) >= {"reset", "migr"}, mode
+            assert found(mode, "database") <= {"migr", "adr"} and "migr" in found(mode, "database"), mode
+            assert found(mode, "Security") == {"reset"}, mode  # an item of several domains is in each
+            assert found(mode, "payments") == set(), mode  # a domain no item carries: nothing, not everything

@@ -57,6 +57,7 @@ QUERIES = [
         "query": "implement refresh token rotation",
         "domain": "auth",
         "category": "direct",
+        "task_type": "feature",
         "relevant": {"jwt-rotate": 3, "g-logs": 1},
     },
     {
@@ -73,22 +74,41 @@ QUERIES = [
         "query": "cache the user roles in Redis to speed up auth",
         "domain": "auth",
         "category": "outcome",
+        "task_type": "feature",
         "relevant": {"redis-roles": 3},
         "cautionary": ["redis-roles"],
     },
 ]
+NULLS = [
+    {"id": "n1", "project": "shop", "query": "Write an Arduino sketch that blinks an LED", "category": "off_stack"},
+    {"id": "n2", "project": "shop", "query": "How do I export a Figma frame as an SVG?", "category": "off_stack"},
+    {"id": "n3", "project": "shop", "query": "thanks, go ahead", "category": "meta", "meta": "acknowledgement"},
+]
 
 
-def test_the_benchmark_reports_quality_leaks_warnings_and_speed(tmp_path: Path) -> None:
-    (tmp_path / "memories.jsonl").write_text("\n".join(json.dumps(m) for m in MEMORIES) + "\n")
-    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES) + "\n")
+def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(tmp_path: Path) -> None:
+    for name, rows in (("memories", MEMORIES), ("queries", QUERIES), ("null_queries", NULLS)):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
     quality = result["quality"]
-    assert quality["queries"] == 3 and set(quality["methods"]) == {"dense", "sparse", "hybrid", "full"}
+    assert quality["queries"] == 3 and set(quality["methods"]) == {"dense", "sparse", "hybrid", "full", "full+floor"}
     assert quality["methods"]["full"]["recall@10"] == 1.0 and quality["methods"]["full"]["mrr"] == 1.0
-    assert quality["cross_project_leaks"] == {"dense": 0, "sparse": 0, "hybrid": 0, "full": 0}
+    assert quality["methods"]["full+floor"]["recall@10"] == 1.0  # the relevant queries keep their items
+    assert quality["cross_project_leaks"] == {"dense": 0, "sparse": 0, "hybrid": 0, "full": 0, "full+floor": 0}
+    abstention = quality["abstention"]
+    assert abstention["null_prompts"] == 3 and abstention["graded_abstained"] == 0
+    rates = abstention["false_injection_rate"]
+    assert rates["all"]["with_floor"] == 0.0 and rates["meta"]["with_floor"] == 0.0
+    assert rates["topic"]["with_floor"] == 0.0 and rates["topic: off_stack"]["with_floor"] == 0.0
+    precision = abstention["precision"]
+    assert 0 < precision["without_floor"] <= precision["with_floor"] <= 1
     assert quality["cautionary_returned"] == quality["cautionary_shown_as_warning"] == 1
     assert set(quality["by_category"]) == {"direct", "keyword", "outcome"}
     assert result["speed"]["memories"] == 60 and result["speed"]["retrievals"] == 3
     assert 0 < result["speed"]["p50_ms"] <= result["speed"]["p99_ms"]
+    tasks = result["task_profiles"]
+    assert set(tasks["labelled"]) == {"feature"} and tasks["labelled"]["feature"]["queries"] == 2
+    assert {"with", "without", "better", "worse", "equal"} <= set(tasks["labelled"]["feature"])
+    assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
+    assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
     retrieval.print_report(result)  # the people's report renders

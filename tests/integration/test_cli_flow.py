@@ -64,12 +64,16 @@ def stack(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[subprocess.Pope
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout.splitlines()[-1]) == {
         "imported": 2,
+        "added": 2,
+        "replaced": 0,
         "merged": 0,
+        "clustered": 0,
         "superseded": 0,
         "rejected": 0,
         "project": "acme/web",
         "via": "store",
     }
+    assert imported.stderr == ""  # progress is drawn only on a terminal
     log = (tmp_path / "up.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "ctxbus.cli.main", "up"], env=env, stdout=log, stderr=log)
     runtime = Path(env["CTXBUS_DATA_DIR"]) / "runtime.json"
@@ -129,16 +133,17 @@ def test_readme_flow(stack: tuple[subprocess.Popen[bytes], dict[str, object]], e
         ],
     }
     (Path(env["CTXBUS_DATA_DIR"]) / "later.json").write_text(json.dumps(later))
-    queued = ctxbus(env, "memory", "import", str(Path(env["CTXBUS_DATA_DIR"]) / "later.json"), "--project", "acme/web")
-    assert queued.returncode == 0, queued.stderr
-    assert json.loads(queued.stdout.splitlines()[-1])["queued"] == 1
-    deadline = time.monotonic() + 30
-    while True:
-        again = ctxbus(env, "request", "--project", "acme/web", "session cookies samesite proxy login")
-        if "SameSite session cookies" in again.stdout or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    # it waits (by default) until the store's owner answers that the item is stored: searchable at once
+    waited = ctxbus(env, "memory", "import", str(Path(env["CTXBUS_DATA_DIR"]) / "later.json"), "--project", "acme/web")
+    assert waited.returncode == 0, waited.stderr
+    summary = json.loads(waited.stdout.splitlines()[-1])
+    assert summary["via"].endswith("memory.upserted.v1") and (summary["confirmed"], summary["added"]) == (1, 1)
+    again = ctxbus(env, "request", "--project", "acme/web", "session cookies samesite proxy login")
     assert "### SameSite session cookies" in again.stdout
+    queued = ctxbus(
+        env, "memory", "import", str(Path(env["CTXBUS_DATA_DIR"]) / "later.json"), "--project", "acme/web", "--no-wait"
+    )
+    assert queued.returncode == 0 and json.loads(queued.stdout.splitlines()[-1])["queued"] == 1
 
     # the Python API's batch commands reach the store through the process that owns it
     queries = Path(env["CTXBUS_DATA_DIR"]) / "queries.jsonl"
@@ -180,10 +185,15 @@ def test_clear_errors_without_a_stack_and_for_bad_input(env: dict[str, str], tmp
         "rejected": 1,
         "project": "p",
         "imported": 1,
+        "added": 1,
+        "replaced": 0,
         "merged": 0,
+        "clustered": 0,
         "superseded": 0,
         "via": "store",
     }
+    bad_timeout = ctxbus(env, "memory", "import", str(tmp_path / "items.jsonl"), "--project", "p", "--timeout", "0")
+    assert bad_timeout.returncode == 2 and "--timeout must be a positive" in bad_timeout.stderr
     (tmp_path / "adr-7.md").write_text(
         "# ADR 7: Sessions\n\nStatus: accepted\n\n## Decision\n\nRevoke refresh tokens.\n\n"
         "## Consequences\n\nUsers sign in again.\n"

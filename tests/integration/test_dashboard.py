@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,8 +31,17 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.dead_letter import dead_letter_headers
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.bench import dashboard as bench
-from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextInjected, ContextSource, DeadLetter, RetrievalRequested, Trigger
+from ctxbus.contract.envelope import Envelope, EventType
+from ctxbus.contract.payloads import (
+    ContextInjected,
+    ContextSource,
+    DeadLetter,
+    RankedItem,
+    RetrievalCompleted,
+    RetrievalRequested,
+    TaskType,
+    Trigger,
+)
 from ctxbus.contract.serde import EventSerializer
 from ctxbus.contract.topics import Topics
 from ctxbus.dashboard.aggregate import Aggregator
@@ -354,7 +364,7 @@ def test_the_command_serves_the_page_and_stops_on_sigterm(settings: Settings, to
                 pass
             time.sleep(0.1)
         assert snap["feed"]["group_id"] == f"{settings.topic_prefix}.dashboard"
-        assert snap["feed"]["topics"] == [topics.context_injected, topics.dead_letter]
+        assert snap["feed"]["topics"] == [topics.context_injected, topics.retrieval_completed, topics.dead_letter]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
             assert b"ctxbus" in resp.read()
     finally:
@@ -421,6 +431,122 @@ async def test_topics_created_after_the_start_are_read_and_nothing_is_counted_tw
         await until(lambda: aggregator.all.injections >= 5)
         await asyncio.sleep(0.6)  # a few more housekeeping rounds
         assert aggregator.all.injections == 5 and aggregator.all.dead_letter_count == 1
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+
+
+def completed_for(
+    injection: Envelope[ContextInjected], items: tuple[RankedItem, ...], prompt: str
+) -> Envelope[RetrievalCompleted]:
+    """The retrieval-completed event of ``injection``'s chain (same correlation id), as the retriever writes it."""
+    request = RetrievalRequested(agent_name="claude-code", prompt=prompt, trigger=Trigger.USER_PROMPT)
+    payload = RetrievalCompleted(
+        request=request,
+        request_emitted_at=injection.emitted_at - timedelta(milliseconds=42),
+        items=items,
+        candidates_considered=12,
+        retrieval_duration_ms=17.0,
+        embedding_model="all-MiniLM-L6-v2",
+        profile="reviewer",
+        task_type=TaskType.BUGFIX,
+        task_type_confidence=0.83,
+        fingerprint="fp-inspect",
+        domain="auth",
+        domain_source="detected",
+    )
+    head = injection.model_dump(exclude={"payload"})
+    head.update(event_id=uuid.uuid4(), event_type=EventType.RETRIEVAL_COMPLETED, schema_version=3)
+    return Envelope[RetrievalCompleted](**head, payload=payload)
+
+
+async def test_a_row_opens_the_injection_with_its_items_and_why_they_ranked(
+    dashboard: Dashboard, browser: BrowserContext, kafka: KafkaClientConfig, topics: Topics, tmp_path: Path
+) -> None:
+    """Issue 12: "why did my agent get this?" - the request, the profile, each item's score breakdown, the text."""
+    page = await open_page(browser, dashboard)
+    shown = injected("acme/web", f"sess-{uuid.uuid4().hex[:6]}")
+    kept = RankedItem(
+        id="reset-revokes",
+        project="acme/web",
+        kind="learning",
+        title="Password reset revokes sessions",
+        content="Revoke every refresh token after a reset.",
+        confidence=0.9,
+        score=0.812,
+        breakdown={"similarity": 0.93, "lexical": 0.41, "domain": 1.0, "total": 0.812},
+        collapsed_ids=("reset-revokes-copy",),
+    )
+    left_out = RankedItem(
+        id="n-plus-one",
+        project="acme/web",
+        kind="warning",
+        title="N+1 queries",
+        content="Batch the loads.",
+        confidence=0.5,
+        score=0.21,
+        breakdown={"similarity": 0.31, "total": 0.21},
+    )
+    prompt = "Fix login after password reset " + "x" * 2_500
+    async with EventPublisher(kafka, "test") as pub:
+        await pub.publish(topics.retrieval_completed, completed_for(shown, (kept, left_out), prompt))
+        await pub.publish(topics.context_injected, shown)
+    row = page.locator(f'#recent tbody tr[data-id="{shown.event_id}"]')
+    await expect(row).to_be_visible(timeout=SEEN_WITHIN_MS)
+    await row.click()
+    panel = page.get_by_test_id("inspector")
+    await expect(panel).to_be_visible()
+    await expect(panel).to_contain_text(str(shown.correlation_id))
+    await expect(page.get_by_test_id("inspector-prompt")).to_contain_text("Fix login after password reset")
+    await expect(page.get_by_test_id("inspector-prompt")).to_contain_text("chars]")  # the prompt is truncated
+    for text in ("reviewer", "bugfix (0.83)", "auth (detected)", "fp-inspect"):
+        await expect(panel).to_contain_text(text)
+    items = page.get_by_test_id("inspector-items")
+    await expect(items.locator("tbody tr")).to_have_count(2)
+    await expect(items.locator("tbody tr").nth(0)).to_contain_text("similarity 0.930")
+    await expect(items.locator("tbody tr").nth(0)).to_contain_text("near copies left out: reset-revokes-copy")
+    await expect(items.locator("tbody tr").nth(1)).to_contain_text("left out")
+    await expect(page.get_by_test_id("inspector-context")).to_contain_text("Revoke every refresh token")
+    await page.screenshot(path=str(tmp_path / "inspector.png"), full_page=False)
+    await page.get_by_test_id("inspector-close").click()
+    await expect(panel).to_be_hidden()
+    # the JSON behind it, and a clear 404 for a chain the dashboard does not keep
+    doc = await asyncio.to_thread(_get_json, f"{dashboard.url}api/injection?id={shown.correlation_id}")
+    assert [i["injected"] for i in doc["retrieval"]["items"]] == [True, False] and doc["missing"] == []
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        await asyncio.to_thread(_get_json, f"{dashboard.url}api/injection?id={uuid.uuid4()}")
+    assert missing.value.code == 404
+
+
+def _get_json(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        doc: dict[str, Any] = json.loads(resp.read())
+        return doc
+
+
+async def test_history_read_at_start_is_not_counted_as_the_dashboard_s_own_delay(
+    kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    """Issue 12: backlog events read at start showed as 637 s "to dashboard"."""
+    old = injected("acme/web", "sess-old")
+    old = old.model_copy(update={"emitted_at": old.emitted_at - timedelta(minutes=10)})
+    async with EventPublisher(kafka, "test") as pub:
+        await pub.publish(topics.context_injected, old)
+    stop = asyncio.Event()
+    started: asyncio.Future[tuple[DashboardServer, DashboardFeed]] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        run_dashboard(kafka, topics, stop, port=0, on_ready=lambda s, f: started.set_result((s, f)))
+    )
+    server, feed = await asyncio.wait_for(started, 10)
+    try:
+        board = Dashboard(server, feed, task, stop)
+        snap = await board.until(lambda s: s["totals"]["injections"] == 1)
+        assert snap["latency"]["stages"]["delivery"]["n"] == 0
+        async with EventPublisher(kafka, "test") as pub:
+            await pub.publish(topics.context_injected, injected("acme/web", "sess-live"))
+        snap = await board.until(lambda s: s["totals"]["injections"] == 2)
+        delivery = snap["latency"]["stages"]["delivery"]
+        assert delivery["n"] == 1 and delivery["max"] < 60_000
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)

@@ -24,9 +24,10 @@ from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigge
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.core.agent_state import parse_state
+from ctxbus.core.gap_sources import compose
 from ctxbus.core.gaps import Gap, GapPolicy, GapReason, detect_gap
 from ctxbus.gaps import GapInjectionTimeout, GapInputError, GapStatus, assess, fill_gap
-from ctxbus.gaps.inject import apply_injection
+from ctxbus.gaps.result import apply_injection
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
@@ -39,6 +40,7 @@ from .kafka_io import read_all
 pytestmark = pytest.mark.integration
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "agent_state_gap.json"
+NOW = datetime(2024, 6, 3, 9, 30, tzinfo=UTC)
 PATTERNS = {
     "version": "1.0.0",
     "patterns": [
@@ -68,7 +70,7 @@ def sample() -> dict[str, Any]:
 
 
 def sample_gap() -> Gap:
-    gap = detect_gap(parse_state(sample()), GapPolicy())
+    gap = detect_gap(parse_state(sample()), GapPolicy(), now=NOW)
     assert gap is not None
     return gap
 
@@ -127,6 +129,30 @@ async def test_a_clarification_request_gets_the_projects_memory_injected(
     )
     assert {k: v for k, v in result.state.items() if k not in ("injected_context", "injection_log")} == before
 
+    # all four sources, each under its label, within the one budget
+    context = injected["context"]
+    assert [line for line in context.splitlines() if line.startswith("# ")] == [
+        "# Context from memory",
+        "# Context from the agent state",
+        "# Context from the sprint",
+        "# Context from the architecture",
+    ]
+    assert "- decision (architect): Sessions are cached in Redis for 15 minutes" in context
+    assert "- related stories: STORY-139 Session cache TTL" in context and "- adrs: ADR-007 token lifetimes" in context
+    assert injected["source_counts"] == {"memory": 1, "state": 2, "sprint": 1, "architecture": 1} == result.sources
+    assert {s["origin"] for s in injected["sources"]} >= {"decisions[0]", "sprint.related_stories[0]"}
+    assert len(context) <= settings.injection.max_chars and embedder.count_tokens(context) <= 2_000
+    # the gap's identity, the time it took and the size, in the result and in the log
+    assert result.gap.gap_id == entry["gap_id"] == injected["gap_id"] and uuid.UUID(result.gap.gap_id)
+    assert entry["detected_at"] == result.gap.detected_at.isoformat()
+    assert 0 < result.duration_ms == entry["duration_ms"]
+    assert result.context_bytes == entry["bytes"] == len(context.encode("utf-8")) and result.context_chars == len(
+        context
+    )
+    assert (
+        result.to_dict()["duration_ms"] == result.duration_ms and result.to_dict()["gap"]["gap_id"] == entry["gap_id"]
+    )
+
     (request,) = await events(kafka, topics.retrieval_requested, 1)
     assert isinstance(request.payload, RetrievalRequested) and request.correlation_id == result.correlation_id
     assert request.project == "acme/web" and request.session_id == "sprint-14-dev-3"
@@ -134,6 +160,42 @@ async def test_a_clarification_request_gets_the_projects_memory_injected(
     assert p.trigger is Trigger.GAP and p.injection_target == "injected_context" and p.agent_name == "dev"
     assert p.domain == "auth" and p.mentioned_files == ("src/auth/reset.py", "src/auth/session_cache.py")
     assert p.prompt.startswith("Should a password reset revoke")
+    # memory was asked for what the state's own context left of the budget
+    assert p.max_chars < settings.injection.max_chars and p.max_tokens < settings.injection.max_tokens
+
+
+@pytest.mark.usefixtures("stack")
+async def test_a_project_without_memories_still_gets_the_states_own_context(
+    settings: Settings, embedder: Embedder
+) -> None:
+    state = {
+        "project": "empty/project",
+        "session_id": "s-own",
+        "current_agent": "dev",
+        "task": "Decide the session lifetime after a password reset",
+        "messages": [
+            {
+                "role": "agent",
+                "agent": "architect",
+                "content": "Password resets must end every session on every device.",
+            },
+            {"role": "agent", "agent": "dev", "content": "I'm not sure what lifetime the new session should get."},
+        ],
+        "decisions": [{"agent": "po", "summary": "New sessions after a reset last 15 minutes"}, "Invoices round once"],
+    }
+    before = copy.deepcopy(state)
+    result = await fill_gap(state, settings=settings, embedder=embedder, timeout_s=15)
+    assert state == before
+    assert result.status is GapStatus.INJECTED and result.item_ids == ()
+    assert result.gap is not None and [i.signal for i in result.gap.indicators] == ["clarification_phrase"]
+    assert "from the state only (memory: no_memories_in_project)" in result.why
+    context = result.state["injected_context"]["context"]
+    assert context.startswith("# Context from the agent state\n") and "Invoices" not in context
+    assert "- decision (po): New sessions after a reset last 15 minutes" in context
+    assert "- message (architect): Password resets must end every session on every device." in context
+    (entry,) = result.state["injection_log"]
+    assert entry["memory_empty_reason"] == "no_memories_in_project" and entry["empty_reason"] is None
+    assert entry["sources"] == {"memory": 0, "state": 2, "sprint": 0, "architecture": 0} == result.sources
 
 
 @pytest.mark.usefixtures("stack")
@@ -184,7 +246,7 @@ async def test_a_state_without_a_gap_comes_back_unchanged(
     state["health_metrics"]["agent_cycle_times"]["dev"] = 200.0  # within 2x its baseline
     result = await fill_gap(state, settings=settings, embedder=embedder, timeout_s=15)
     assert result.status is GapStatus.NO_GAP and result.why == "no gap indicators in the state"
-    assert result.state == state and result.state is not state
+    assert result.state == state and result.state is not state and result.duration_ms > 0
     assert await events(kafka, topics.retrieval_requested, 0) == []
 
 
@@ -218,7 +280,7 @@ def test_an_agent_going_round_in_circles_is_seen_by_meaning(embedder: Embedder) 
         "Reverting: maybe we should keep refresh tokens after reset.",
         "Let me revoke refresh tokens on password reset instead.",
     )
-    gap = assess(parse_state(looping), GapPolicy(), embedder).gap
+    gap = assess(parse_state(looping), GapPolicy(), embedder, now=NOW).gap
     assert gap is not None and gap.reason is GapReason.CIRCULAR_LOGIC
     assert [i.signal for i in gap.indicators] == ["semantic_repetition"]
     steady = agent_says(
@@ -227,7 +289,7 @@ def test_an_agent_going_round_in_circles_is_seen_by_meaning(embedder: Embedder) 
         "Updated the docs for the auth API.",
         "Fixed a flaky test in the session cache.",
     )
-    assessment = assess(parse_state(steady), GapPolicy(), embedder)
+    assessment = assess(parse_state(steady), GapPolicy(), embedder, now=NOW)
     assert assessment.gap is None and assessment.indicators == ()
 
 
@@ -349,7 +411,9 @@ def test_a_target_holding_something_else_is_replaced_and_says_so() -> None:
         }
     )
     event = Envelope.root(payload, project="acme/web", session_id="s", producer="test", correlation_id=uuid.uuid4())
-    state, entry = apply_injection(raw, gap, event, datetime(2024, 6, 3, tzinfo=UTC))
-    assert state["injected_context"]["context"] == "new" and entry["replaced"] is True
+    composed = compose("new", (), max_chars=100, max_tokens=100, count_tokens=len, memory_items=1)
+    state, entry = apply_injection(raw, gap, event, composed, datetime(2024, 6, 3, tzinfo=UTC), 12.5)
+    assert state["injected_context"]["context"] == "# Context from memory\nnew" and entry["replaced"] is True
+    assert (entry["duration_ms"], entry["bytes"], entry["gap_id"]) == (12.5, len(composed.text), gap.gap_id)
     assert state["injection_log"] == [entry] and entry["at"] == "2024-06-03T00:00:00+00:00"
     assert raw["injected_context"] == "old notes"

@@ -61,8 +61,11 @@ async def stack(
     )
     ingest([memory], embedder, store)
     # a hook budget long enough that an answer is the pipeline's, never the file fallback's
+    # the relevance floor is off: this test is about time (a 100k prompt of repeated dotted names is, fairly,
+    # judged not relevant enough by it), and its answer must show the pipeline did the work
+    no_floor = settings.injection.model_copy(update={"min_relevance": -2.0})
     stack_settings = settings.model_copy(
-        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=20_000)}
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=20_000), "injection": no_floor}
     )
     metrics = Metrics()
     metrics_port = metrics.serve("127.0.0.1", 0)

@@ -6,9 +6,11 @@ profiles with the real embedder and a real Qdrant Edge store."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -120,7 +122,7 @@ async def test_replay_joins_the_pipelines_chains_and_leaves_the_services_groups_
 ) -> None:
     before = await group_offsets(kafka, settings, topics)
     groups_before = await list_groups(kafka)
-    run = await replay(kafka, topics, topics.all(), Selection(), workers=0)
+    run = await replay(kafka, topics, topics.event_topics(), Selection(), workers=0)
     report = run.report()
     assert await group_offsets(kafka, settings, topics) == before  # no commit moved
     assert await list_groups(kafka) == groups_before  # and no group was joined or created
@@ -171,7 +173,7 @@ async def test_a_time_window_and_offset_bounds(kafka: KafkaClientConfig, topics:
     inside = sum(1 for r in records if r.timestamp_ms >= to_ms(since))
     assert 0 < inside < len(records)
 
-    run = await replay(kafka, topics, topics.all(), Selection(since_ms=to_ms(since)), since=since, workers=0)
+    run = await replay(kafka, topics, topics.event_topics(), Selection(since_ms=to_ms(since)), since=since, workers=0)
     report = run.report()
     assert report.records == inside
     assert run.source.out_of_window == len(records) - inside
@@ -179,7 +181,7 @@ async def test_a_time_window_and_offset_bounds(kafka: KafkaClientConfig, topics:
     assert requested and min(r.emitted_us for r in requested) >= to_ms(since) * 1000
 
     month_ago = Selection(since_ms=to_ms(now - timedelta(days=30)), until_ms=to_ms(now - timedelta(days=29)))
-    nothing = await replay(kafka, topics, topics.all(), month_ago)
+    nothing = await replay(kafka, topics, topics.event_topics(), month_ago)
     assert nothing.report().empty
 
     bounded = await replay(
@@ -207,8 +209,8 @@ async def test_worker_processes_report_what_the_in_process_read_reports(
 ) -> None:
     records, expected = synthetic_events(topics, 2_000, seed=21)
     await publish(kafka, records)  # batched: the embedded broker's last batches hold many records
-    alone = await replay(kafka, topics, topics.all(), Selection(), workers=0)
-    shared = await replay(kafka, topics, topics.all(), Selection(), workers=2)
+    alone = await replay(kafka, topics, topics.event_topics(), Selection(), workers=0)
+    shared = await replay(kafka, topics, topics.event_topics(), Selection(), workers=2)
     assert shared.source.workers == 2 and alone.source.workers == 0
     assert alone.stats.records == expected.events  # every record up to the true end, none lost
     assert _without_timings(alone) == _without_timings(shared)
@@ -266,7 +268,7 @@ async def test_a_backtest_compares_two_profiles_with_the_real_handlers(
     settings: Settings,
 ) -> None:
     assert running_pipeline.embedder is not None and running_pipeline.store is not None
-    run = await replay(kafka, topics, topics.all(), Selection(), workers=0)
+    run = await replay(kafka, topics, topics.event_topics(), Selection(), workers=0)
     kinds = {m[0]: m[1] for m in MEMORIES}
     injected_kinds = {kinds[i] for a in history for i in a.payload.item_ids}
     assert MemoryKind.CODE_REF in injected_kinds or MemoryKind.TEST_REF in injected_kinds
@@ -310,3 +312,23 @@ async def test_a_backtest_while_the_store_is_owned_elsewhere_says_so(
     assert busy.returncode == 1
     assert "store" in busy.stderr and "in use by another process" in busy.stderr
     assert "Traceback" not in busy.stderr
+
+
+async def test_one_chain_is_opened_by_its_correlation_id(
+    history: list[Envelope[ContextInjected]], settings: Settings
+) -> None:
+    """Issue 12: `ctxbus replay --correlation-id ID` prints what the dashboard's inspector shows."""
+    injected = next(i for i in history if i.payload.item_ids)
+    cid = str(injected.correlation_id)
+    table = await asyncio.to_thread(ctxbus, settings, "--correlation-id", cid)
+    assert table.returncode == 0, table.stderr
+    assert f"chain {cid}" in table.stdout and "ranked items" in table.stdout
+    assert injected.payload.item_ids[0] in table.stdout and "injected context" in table.stdout
+    as_json = await asyncio.to_thread(ctxbus, settings, "--correlation-id", cid, "--format", "json")
+    doc = json.loads(as_json.stdout)
+    assert doc["missing"] == [] and doc["injection"]["item_ids"] == list(injected.payload.item_ids)
+    ranked = [i["id"] for i in doc["retrieval"]["items"] if i["injected"]]
+    assert set(ranked) == set(injected.payload.item_ids)
+    assert doc["retrieval"]["request"]["prompt"]["text"]
+    missing = await asyncio.to_thread(ctxbus, settings, "--correlation-id", str(uuid.uuid4()))
+    assert missing.returncode == 1 and "no events of chain" in missing.stderr

@@ -1,23 +1,30 @@
-"""The shared consumer loop on a real broker: dead letters, retries, dedupe, restarts, graceful stop."""
+"""The shared consumer loop on a real broker: dead letters (records too large included), retries, dedupe,
+restarts, graceful stop."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
+import random
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import fastavro
 import pytest
+from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.structs import ConsumerRecord
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.ledger import recent_causes
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope, Envelope, EventType
-from ctxbus.contract.payloads import RetrievalCompleted, RetrievalRequested, Trigger
+from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.registry import default_registry
 from ctxbus.contract.serde import (
     HEADER_DEAD_LETTER,
+    HEADER_DLQ_PREFIX,
     EventDeserializer,
     EventSerializer,
     decode_dead_letter,
@@ -30,6 +37,9 @@ from ctxbus.observability import Metrics
 from ctxbus.settings import Settings
 
 from .kafka_io import caught_up, read_all, send_raw, wait_caught_up
+
+if TYPE_CHECKING:
+    from ctxbus.adapters.kafka.publisher import PreparedRecord
 
 pytestmark = pytest.mark.integration
 
@@ -296,3 +306,115 @@ async def test_a_rebalance_between_two_members_answers_everything_exactly_once(
     outputs = await read_all(kafka, topics.retrieval_completed, expect=len(sent))
     causes = [str(EventDeserializer()(r.value).causation_id) for r in outputs]
     assert sorted(causes) == sorted(sent)  # every input answered, none twice
+
+
+# --- records too large (issue 10, finding 1) ---------------------------------------------------------
+
+
+def dlq(rec: ConsumerRecord[bytes, bytes], name: str) -> str | None:
+    return header_value(list(rec.headers or ()), HEADER_DLQ_PREFIX + name)
+
+
+async def test_an_original_too_large_to_republish_is_dead_lettered_truncated_and_the_next_is_answered(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    """A 1.1 MB record used to take the service down (the dead letter republished it whole: refused, exit)."""
+    original = random.Random(1).randbytes(1_100_000)
+    key = b"k" * 2_000
+    headers = [("trace", b"abc"), ("x-big", b"h" * 20_000), ("ctxbus-dlq-reason", b"forged")]
+    _, offset = await send_raw(kafka, topics.retrieval_requested, original, key=key, partition=0, headers=headers)
+    good = a_request()
+    await send_raw(kafka, topics.retrieval_requested, EventSerializer()(good), partition=0)
+    service = settings.service.model_copy(update={"dead_letter_prefix_bytes": 1_000})
+    async with EventPublisher(kafka, "t") as pub:
+        runner = make_runner(
+            settings.model_copy(update={"service": service}), kafka, topics, EchoHandler(topics), pub, metrics
+        )
+        await run_until_caught_up(runner, kafka, GROUP(settings), topics.retrieval_requested)
+
+    (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
+    assert dead.value == original[:1_000]  # the configured prefix
+    assert dead.key == key[:1_024]
+    assert dlq(dead, "truncated") == "true"
+    assert dlq(dead, "original-size") == "1100000"
+    assert dlq(dead, "original-sha256") == hashlib.sha256(original).hexdigest()
+    assert dlq(dead, "original-key-size") == "2000"
+    assert dlq(dead, "original-headers-dropped") == "1"  # x-big; the forged reason is not kept either
+    assert dlq(dead, "reason") == "oversize"
+    assert dlq(dead, "error-class") == "OversizeEvent"
+    assert (dlq(dead, "error-message") or "").startswith("oversize: event is 1100000 bytes, the limit is 1048576")
+    assert dlq(dead, "original-offset") == str(offset)
+    assert [h for h in dead.headers if not h[0].startswith(HEADER_DLQ_PREFIX)][:1] == [("trace", b"abc")]
+    framed = decode_dead_letter(dict(dead.headers)[HEADER_DEAD_LETTER])  # the Avro record still decodes
+    assert framed.error_class == "OversizeEvent" and framed.original_offset == offset
+    (out,) = await read_all(kafka, topics.retrieval_completed, expect=1)
+    assert EventDeserializer()(out.value).causation_id == good.event_id
+    assert metrics.dead_letters.labels("echo", topics.retrieval_requested, "oversize")._value.get() == 1
+
+
+class HugeOutputHandler(EchoHandler):
+    """Answers the first request with a completion far over the record limit, the others normally."""
+
+    async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        (out,) = await super().__call__(event)
+        if self.calls > 1:
+            return [out]
+        assert isinstance(out.event.payload, RetrievalCompleted)
+        item = RankedItem(id="big", project="p", kind="pattern", content="x" * 100_000, confidence=0.5, score=1.0)
+        huge = out.event.payload.model_copy(update={"items": (item,) * 12})
+        return [Output(out.topic, out.event.model_copy(update={"payload": huge}))]
+
+
+async def test_an_output_over_the_limit_dead_letters_its_input_and_the_service_goes_on(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    first, second = a_request("one"), a_request("two")
+    for event in (first, second):
+        await send_raw(kafka, topics.retrieval_requested, EventSerializer()(event), partition=0)
+    async with EventPublisher(kafka, "t") as pub:
+        handler = HugeOutputHandler(topics)
+        runner = make_runner(settings, kafka, topics, handler, pub, metrics)
+        await run_until_caught_up(runner, kafka, GROUP(settings), topics.retrieval_requested)
+    assert handler.calls == 2  # refused at once: no retry
+    (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
+    assert dead.value == EventSerializer()(first)  # the input, whole
+    assert dlq(dead, "reason") == "output_too_large" and dlq(dead, "error-class") == "RecordTooLarge"
+    message = dlq(dead, "error-message") or ""
+    assert f"{topics.retrieval_completed} is 1,2" in message and "the limit of 1,048,576 bytes" in message
+    (out,) = await read_all(kafka, topics.retrieval_completed, expect=1)
+    assert EventDeserializer()(out.value).causation_id == second.event_id
+
+
+class LowLimitBroker(EventPublisher):
+    """Sends as a broker whose topics take at most ``limit`` bytes answers (MESSAGE_TOO_LARGE): the embedded
+    broker ignores max.message.bytes (measured), so this publisher refuses in its place, after the client."""
+
+    def __init__(self, config: KafkaClientConfig, limit: int) -> None:
+        super().__init__(config, "t")
+        self.limit = limit
+        self.refused = 0
+
+    async def send(self, record: PreparedRecord) -> Any:
+        if record.size > self.limit:
+            self.refused += 1
+            raise MessageSizeTooLargeError(f"{record.size} > {self.limit}")
+        return await super().send(record)
+
+
+async def test_a_dead_letter_refused_by_a_broker_with_a_lower_limit_is_sent_smaller(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics
+) -> None:
+    original = b"garbage" + random.Random(2).randbytes(60_000)
+    _, offset = await send_raw(kafka, topics.retrieval_requested, original, partition=0)
+    good = a_request()
+    await send_raw(kafka, topics.retrieval_requested, EventSerializer()(good), partition=0)
+    async with LowLimitBroker(kafka, limit=50_000) as pub:
+        runner = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
+        await run_until_caught_up(runner, kafka, GROUP(settings), topics.retrieval_requested)
+    assert pub.refused == 2  # the whole original, then its 60 KB prefix; the bare form fits
+    (dead,) = await read_all(kafka, topics.dead_letter, expect=1)
+    assert dead.value == b""
+    assert dlq(dead, "truncated") == "true" and dlq(dead, "original-size") == str(len(original))
+    assert dlq(dead, "original-sha256") == hashlib.sha256(original).hexdigest()
+    assert dlq(dead, "reason") == "undecodable" and dlq(dead, "original-offset") == str(offset)
+    assert len(await read_all(kafka, topics.retrieval_completed, expect=1)) == 1

@@ -44,6 +44,7 @@ REQUIRED = {
     "ctxbus-retriever",
     "ctxbus-injector",
     "ctxbus-recorder",
+    "ctxbus-gateway",
     "prometheus",
     "grafana",
 }
@@ -166,8 +167,8 @@ def dockerignore_excludes(path: str) -> bool:
 def test_every_required_service_is_there() -> None:
     missing = REQUIRED - set(SVC)
     assert not missing, f"docker-compose.yml lacks {sorted(missing)}"
-    # each ctxbus consumer service has its compose service, and nothing else runs `ctxbus run`
-    assert sorted(f"ctxbus-{name}" for name in SERVICES) == RUNNERS
+    # each ctxbus consumer service (and the gateway) has its compose service, and nothing else runs `ctxbus run`
+    assert sorted(f"ctxbus-{name}" for name in (*SERVICES, "gateway")) == RUNNERS
 
 
 def test_images_are_pinned() -> None:
@@ -295,17 +296,71 @@ def test_each_service_environment_is_valid_settings(service: str, monkeypatch: p
     assert settings.service.metrics_host == "0.0.0.0"
 
 
-def test_the_recorder_keeps_its_record_on_a_volume() -> None:
-    data_dir = env("ctxbus-recorder")["CTXBUS_DATA_DIR"]
-    assert data_dir in volume_targets("ctxbus-recorder")
-    named = {str(spec).split(":")[0] for spec in SVC["ctxbus-recorder"]["volumes"]}
-    assert named <= set(COMPOSE.get("volumes") or {}), "the recorder's volume is not declared"
+#: the only variables compose takes from the host environment (.env): secrets, required (`:?`)
+SECRETS = {"CTXBUS_QDRANT_API_KEY", "GRAFANA_ADMIN_USER", "GRAFANA_ADMIN_PASSWORD"}
+_REQUIRED_VAR = re.compile(r"\$\{(\w+):\?[^}]+\}")
 
 
 def test_no_compose_interpolation_by_accident() -> None:
-    """Compose substitutes `$x` from the host environment; shell variables in commands need `$$x`."""
+    """Compose substitutes `$x` from the host environment; shell variables in commands need `$$x`; the
+    secrets are the only variables taken from there, and compose refuses to start without them."""
+    used = set()
     for text in strings(COMPOSE):
-        assert "$" not in text.replace("$$", ""), f"unescaped $ in {text!r}"
+        used.update(_REQUIRED_VAR.findall(text))
+        rest = _REQUIRED_VAR.sub("", text).replace("$$", "")
+        assert "$" not in rest, f"unescaped $ in {text!r}"
+    assert used == SECRETS
+    example = (ROOT / "deploy/compose.env.example").read_text()
+    assert all(f"{name}=" in example for name in SECRETS)
+    assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_every_port_is_published_on_the_loopback_only() -> None:
+    for name, svc in SVC.items():
+        for spec in svc.get("ports") or []:
+            assert str(spec).startswith("127.0.0.1:"), f"{name} publishes {spec!r} beyond the host's loopback"
+
+
+def test_qdrant_needs_a_key_and_grafana_an_admin_from_the_environment() -> None:
+    assert env("qdrant")["QDRANT__SERVICE__API_KEY"].startswith("${CTXBUS_QDRANT_API_KEY:?")
+    for name in CTXBUS_IMAGE_SERVICES:
+        assert env(name)["CTXBUS_QDRANT_API_KEY"] == env("qdrant")["QDRANT__SERVICE__API_KEY"], name
+    grafana = env("grafana")
+    assert grafana["GF_SECURITY_ADMIN_USER"].startswith("${GRAFANA_ADMIN_USER:?")
+    assert grafana["GF_SECURITY_ADMIN_PASSWORD"].startswith("${GRAFANA_ADMIN_PASSWORD:?")
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+
+
+@pytest.mark.parametrize("service", sorted(RUNNERS))
+def test_every_ctxbus_service_keeps_its_data_dir_on_a_declared_volume(service: str) -> None:
+    """The SQLite files (learning ledger, attempts, injection record, pattern-sync state) outlive containers."""
+    assert env(service)["CTXBUS_DATA_DIR"] in volume_targets(service)
+    named = {str(spec).split(":")[0] for spec in SVC[service]["volumes"]}
+    assert named <= set(COMPOSE.get("volumes") or {}), f"{service}'s volume is not declared"
+
+
+def test_the_gateway_serves_hooks_on_the_host_loopback() -> None:
+    gateway = env("ctxbus-gateway")
+    assert SVC["ctxbus-gateway"]["command"] == ["run", "gateway"]
+    assert gateway["CTXBUS_GATEWAY_HOST"] == "0.0.0.0"  # inside the container; published on 127.0.0.1 only
+    port = int(gateway["CTXBUS_GATEWAY_PORT"])
+    assert published("ctxbus-gateway").get(port) == port
+
+
+def test_every_setting_is_documented_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = sorted(name for name in valid_env_names() if name not in readme and not _grouped(name, readme))
+    assert not missing, f"settings the README does not mention: {missing}"
+
+
+def _grouped(name: str, readme: str) -> bool:
+    """A setting documented in a grouped row: `CTXBUS_X_A` / `_B` (the README's style for families)."""
+    head, _, _ = name.rpartition("_")
+    while head:
+        if f"`_{name[len(head) + 1 :]}`" in readme and head in readme:
+            return True
+        head, _, _ = head.rpartition("_")
+    return False
 
 
 def test_dependencies_have_conditions() -> None:
@@ -379,12 +434,12 @@ def scrape_targets() -> set[str]:
     }
 
 
-@pytest.mark.parametrize("service", sorted(f"ctxbus-{name}" for name in SERVICES))
+@pytest.mark.parametrize("service", sorted(RUNNERS))
 def test_metrics_port_is_published_probed_and_scraped(service: str) -> None:
     port = metrics_port(service)
     assert f"{service}:{port}" in scrape_targets(), f"Prometheus does not scrape {service}:{port}"
     assert published(service).get(port) == port
-    assert f":{port}/metrics" in healthcheck_text(service)
+    assert f":{port}/readyz" in healthcheck_text(service)  # ready, not merely alive
 
 
 def test_prometheus_scrapes_only_real_targets_every_5s() -> None:
@@ -421,7 +476,7 @@ def test_dockerfile_installs_the_project_as_a_non_root_user() -> None:
     (base,) = [args for instruction, args in instructions if instruction == "FROM"]
     assert base == "python:3.11-slim"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    assert ">=3.11" in requires and "<3.12" in requires
+    assert ">=3.11" in requires and "<3.14" in requires  # the image's 3.11 is the oldest supported
     assert any(instruction == "RUN" and "pip install ." in args for instruction, args in instructions)
     users = [args for instruction, args in instructions if instruction == "USER"]
     assert users and users[-1] not in {"root", "0"}, "the image runs as root"

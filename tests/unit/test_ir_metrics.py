@@ -35,5 +35,5 @@ def test_dedupe_confusion() -> None:
     from ctxbus.bench.dedupe import confusion
 
     row = confusion([0.95, 0.91, 0.85, 0.93], [True, True, True, False], 0.9)
-    assert (row["precision"], row["recall"], row["false_merges"]) == (round(2 / 3, 4), round(2 / 3, 4), 1)
+    assert (row["precision"], row["recall"], row["false_links"]) == (round(2 / 3, 4), round(2 / 3, 4), 1)
     assert confusion([0.5], [False], 0.9)["precision"] == 1.0

@@ -2,6 +2,8 @@
 
 Memory-only (a restart loses its data), no idempotent producer, and it does not
 wake waiting fetches (see NOTES.md): the client config compensates for the last two.
+Started from the main thread, the broker gets a parent-death signal (ctxbus.adapters.lifeline):
+it never outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 from typing import IO
+
+from ctxbus.adapters.lifeline import lifeline
 
 #: How long the broker may take to accept connections.
 START_TIMEOUT_S = 15.0
@@ -85,6 +89,8 @@ class EmbeddedBroker:
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
+            # the broker dies with its owner, even a SIGKILLed one (no orphan holding the port)
+            preexec_fn=lifeline(),  # noqa: PLW1509 (one prctl and a getppid: async-signal-safe)
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

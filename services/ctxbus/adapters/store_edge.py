@@ -26,6 +26,7 @@ from typing import IO, Any
 import qdrant_edge as qe
 
 from ctxbus.adapters.store_payload import (
+    CONTENT_HASH,
     DENSE,
     FEEDBACK,
     FLOAT_INDEXES,
@@ -103,6 +104,8 @@ def _scope_filter(scope: SearchScope) -> qe.Filter:
         must.append(qe.FieldCondition(key="confidence", range=qe.RangeFloat(gte=scope.min_confidence)))
     if scope.min_importance is not None:
         must.append(qe.FieldCondition(key="importance", range=qe.RangeFloat(gte=scope.min_importance)))
+    if scope.content_hash:
+        must.append(qe.FieldCondition(key=CONTENT_HASH, match=qe.MatchValue(value=scope.content_hash)))
     must_not: list[Any] = []
     if scope.exclude_kinds:
         must_not.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=list(scope.exclude_kinds))))

@@ -148,6 +148,8 @@ class SearchScope:
     domain: str | None
     min_confidence: float | None
     min_importance: float | None
+    #: the item's ``content_hash`` must equal it (exact duplicates)
+    content_hash: str | None = None
 
 
 def search_scope(query: SearchQuery) -> SearchScope:
@@ -166,6 +168,7 @@ def search_scope(query: SearchQuery) -> SearchScope:
         domain=domain or None,
         min_confidence=query.min_confidence,
         min_importance=query.min_importance,
+        content_hash=query.content_hash,
     )
 
 

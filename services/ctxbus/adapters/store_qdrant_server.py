@@ -14,6 +14,7 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 
 from ctxbus.adapters.store_payload import (
+    CONTENT_HASH,
     DENSE,
     FEEDBACK,
     FLOAT_INDEXES,
@@ -60,6 +61,8 @@ def _scope_filter(scope: SearchScope) -> models.Filter:
         must.append(models.FieldCondition(key="confidence", range=models.Range(gte=scope.min_confidence)))
     if scope.min_importance is not None:
         must.append(models.FieldCondition(key="importance", range=models.Range(gte=scope.min_importance)))
+    if scope.content_hash:
+        must.append(models.FieldCondition(key=CONTENT_HASH, match=models.MatchValue(value=scope.content_hash)))
     must_not: list[models.Condition] = []
     if scope.exclude_kinds:
         must_not.append(models.FieldCondition(key="kind", match=models.MatchAny(any=list(scope.exclude_kinds))))

@@ -38,6 +38,8 @@ from aiokafka import AIOKafkaProducer
 from ctxbus.adapters.broker_embedded import EmbeddedBroker, free_port
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.limits import check_record_size
+from ctxbus.adapters.lifeline import lifeline
 from ctxbus.bench.stats import peak_rss_mb, summary
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, ContextSource, RetrievalRequested, Trigger
@@ -158,7 +160,7 @@ def _get_ms(url: str) -> float:
 
 
 async def _latency_phase(
-    producer: AIOKafkaProducer, topic: str, watch: StreamWatch, events: int, rate: float
+    producer: AIOKafkaProducer, topic: str, watch: StreamWatch, events: int, rate: float, limit: int
 ) -> dict[str, Any]:
     serialize = EventSerializer()
     ids = []
@@ -170,7 +172,9 @@ async def _latency_phase(
         ids.append(str(event.event_id))
         body = serialize(event)
         headers = event_headers(event, serialize.schema_id(event.event_type))
-        await producer.send_and_wait(topic, body, key=str(event.entity_id).encode(), headers=headers)
+        key = str(event.entity_id).encode()
+        check_record_size(topic, key, body, headers, limit)
+        await producer.send_and_wait(topic, body, key=key, headers=headers)
     await _until(watch, lambda: all(i in watch.first_seen for i in ids), 10.0)
     latencies = [(watch.first_seen[i] - watch.emitted_at[i]) * 1000.0 for i in ids if i in watch.first_seen]
     figures = summary(latencies)
@@ -186,7 +190,7 @@ async def _latency_phase(
 
 
 async def _burst(
-    producer: AIOKafkaProducer, topic: str, watch: StreamWatch, port: int, first: int, count: int
+    producer: AIOKafkaProducer, topic: str, watch: StreamWatch, port: int, first: int, count: int, limit: int
 ) -> dict[str, Any]:
     serialize = EventSerializer()
     prepared = []
@@ -203,6 +207,8 @@ async def _burst(
     expected = watch.injections + count
     watch.watch(since=time.time())
     started = time.perf_counter()
+    for body, key, headers in prepared:
+        check_record_size(topic, key, body, headers, limit)
     futures = [await producer.send(topic, body, key=key, headers=headers) for body, key, headers in prepared]
     await producer.flush()
     await asyncio.gather(*futures)
@@ -280,6 +286,7 @@ def _dashboard_process(bootstrap: str, prefix: str, port: int, log: Path) -> Ite
             stdout=out,
             stderr=out,
             start_new_session=True,
+            preexec_fn=lifeline(signal.SIGTERM),  # noqa: PLW1509 (async-signal-safe): dies with the benchmark
         )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -308,12 +315,13 @@ async def _run(config: KafkaClientConfig, topics: Topics, port: int, pid: int, a
     await producer.start()
     try:
         await _until(watch, lambda: watch.snapshots > 0, 10.0)
-        latency = await _latency_phase(producer, topics.context_injected, watch, args["events"], args["rate"])
+        limit = config.settings.max_record_bytes
+        latency = await _latency_phase(producer, topics.context_injected, watch, args["events"], args["rate"], limit)
         before_load = peak_rss_mb(pid)
         bursts, after_burst = [], []
         first = args["events"]
         for _ in range(args["bursts"]):
-            bursts.append(await _burst(producer, topics.context_injected, watch, port, first, args["burst"]))
+            bursts.append(await _burst(producer, topics.context_injected, watch, port, first, args["burst"], limit))
             first += args["burst"]
             after_burst.append(peak_rss_mb(pid))
         disconnects = await _disconnects(port, args["clients"])

@@ -1,10 +1,14 @@
-"""``ctxbus bench dedupe``: how well the near-duplicate threshold separates labelled pairs.
+"""``ctxbus bench dedupe``: how well the near-copy clustering threshold separates labelled pairs.
 
-``bench/data/retrieval/dedupe_pairs.jsonl`` holds pairs of memory texts labelled duplicate (the
-same fact restated) or not (same topic, different fact; or unrelated). Each pair is embedded
-like ingestion embeds items; the report gives precision, recall and F1 of "cosine >= t" for a range
-of thresholds, the best one, and the figures of the default (``DEFAULT_NEAR_DUPLICATE``).
-An exact duplicate (same normalised text) is merged whatever the threshold.
+Ingestion keeps near copies as separate items in one cluster, and an injected context shows only the best of a
+cluster (:mod:`ctxbus.core.collapse`); only exact duplicates (same normalised text) merge, whatever the threshold.
+So a pair of different facts called near copies (a *false link*) costs one of them its place in contexts where
+both rank (it stays searchable); a pair of real copies missed costs a context a repeated memory.
+
+``bench/data/retrieval/dedupe_pairs.jsonl`` holds pairs of memory texts labelled duplicate (the same fact restated)
+or not (same topic, different fact; or unrelated). Each pair is embedded like ingestion embeds items; the report
+gives precision, recall and F1 of "near copies" (cosine >= t, the same numbers with their units, no opposite
+sides) for a range of thresholds, the best one, and the figures of the default (``DEFAULT_NEAR_DUPLICATE``).
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ def load_pairs(path: Path) -> list[tuple[str, str, bool]]:
 def confusion(
     similarities: Sequence[float], labels: Sequence[bool], threshold: float, same_numbers: Sequence[bool] | None = None
 ) -> dict[str, float]:
-    """Precision, recall and F1 of calling a pair a duplicate when its cosine is at least ``threshold`` (and,
-    as ingestion does, both texts state the same numbers)."""
+    """Precision, recall and F1 of calling a pair near copies when its cosine is at least ``threshold`` (and, as
+    ingestion does, both texts state the same numbers and take no opposite sides: ``same_numbers``)."""
     same = same_numbers or [True] * len(labels)
     called = [s >= threshold and n for s, n in zip(similarities, same, strict=True)]
     tp = sum(1 for c, d in zip(called, labels, strict=True) if c and d)
@@ -53,12 +57,12 @@ def confusion(
         "precision": round(precision, 4),
         "recall": round(recall, 4),
         "f1": round(f1, 4),
-        "false_merges": fp,
+        "false_links": fp,
     }
 
 
 def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
-    from ctxbus.memory.ingest import DEFAULT_NEAR_DUPLICATE, numbers, opposite  # noqa: PLC0415
+    from ctxbus.memory.near_copies import DEFAULT_NEAR_DUPLICATE, numbers, opposite  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
     from ctxbus.wiring import open_embedder  # noqa: PLC0415
 
@@ -84,13 +88,13 @@ def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    print(f"near-duplicate detection: {result['pairs']} labelled pairs ({result['duplicates']} duplicates)")
+    print(f"near-copy clustering: {result['pairs']} labelled pairs ({result['duplicates']} duplicates)")
     print(f"  cosine of duplicates: {result['cosine_duplicates']}; of the others: {result['cosine_others']}")
-    print(f"  {'threshold':>9} {'precision':>9} {'recall':>7} {'F1':>6} {'false merges':>12}")
+    print(f"  {'threshold':>9} {'precision':>9} {'recall':>7} {'F1':>6} {'false links':>11}")
     for row in result["table"]:
         print(
             f"  {row['threshold']:>9.2f} {row['precision']:>9.3f} {row['recall']:>7.3f} {row['f1']:>6.3f} "
-            f"{row['false_merges']:>12}"
+            f"{row['false_links']:>11}"
         )
     best, default = result["best"], result["default"]
     print(

@@ -29,6 +29,7 @@ from ctxbus import __version__
 from ctxbus.adapters.broker_embedded import EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.limits import check_record_size
 from ctxbus.bench.corpus import memories, prompts
 from ctxbus.contract.envelope import EventType, derived_event_id, entity_id_for
 from ctxbus.contract.payloads import DeadLetter, RetrievalRequested, Trigger
@@ -54,7 +55,7 @@ from ctxbus.ports import SearchHit
 from ctxbus.replay.decode import DLQ_HEADER_PREFIX, strip_logical_types
 from ctxbus.replay.engine import default_workers, replay
 from ctxbus.replay.options import Selection
-from ctxbus.replay.report import Report
+from ctxbus.replay.report_model import Report
 from ctxbus.settings import KafkaSettings
 
 PROJECT = "bench/replay"
@@ -447,6 +448,7 @@ async def publish(config: KafkaClientConfig, records: list[Record]) -> float:
     try:
         pending = []
         for rec in records:
+            check_record_size(rec.topic, rec.key, rec.value, rec.headers, config.settings.max_record_bytes)
             pending.append(
                 await producer.send(
                     rec.topic, rec.value, key=rec.key, headers=rec.headers, timestamp_ms=rec.timestamp_ms
@@ -491,7 +493,7 @@ async def _run(events: int, worker_counts: list[int | None], log: Callable[[str]
         runs = []
         for workers in worker_counts:
             t0 = time.perf_counter()
-            run = await replay(config, topics, topics.all(), Selection(), workers=workers)
+            run = await replay(config, topics, topics.event_topics(), Selection(), workers=workers)
             t1 = time.perf_counter()
             report = run.report()
             total_s = time.perf_counter() - t0

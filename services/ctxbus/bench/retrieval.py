@@ -6,7 +6,17 @@ sparse/BM25 only, and the full ranking: hybrid search + task classification + pr
 ranking, i.e. the retriever's own code through :class:`ctxbus.api.Memory`) and scored with
 recall@5, recall@10, MRR and nDCG@10, overall and by query category. It also checks what a
 demanding user would: no item of another project ever comes back, and an item a query marks
-*cautionary* (a failed approach) is, when the full ranking returns it, shown as a warning.
+*cautionary* (a failed approach) is, when the full ranking returns it, shown as a warning. Then, per
+task type, the full ranking with the task-type profiles against without them, and domain detection
+(:mod:`ctxbus.bench.retrieval_tasks`).
+
+Abstention: the full ranking runs again on the injection path (``full+floor``: the relevance floor and
+meta-prompt recognition of :mod:`ctxbus.core.abstain` and :mod:`ctxbus.core.meta_prompts`), and so do the
+null prompts of ``null_queries.jsonl`` (nothing in the store is relevant to them). Reported: the false
+injection rate (null prompts that got any item) and the precision of the returned items on the graded
+queries (share graded relevant), with and without the floor. The floor's defaults were calibrated on
+these prompts, so these figures are in sample; ``--calibrate`` (:mod:`ctxbus.bench.abstain_calibration`)
+prints the procedure and its cross-validated figures.
 
 Speed: the store is then filled with synthetic memories up to ``--scale`` items (default
 10,000) and each query is retrieved again through the full path (embed + search + rank), timed.
@@ -28,9 +38,9 @@ from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
 from ctxbus.bench.stats import percentile
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "retrieval"
-METHODS = ("dense", "sparse", "hybrid", "full")
+METHODS = ("dense", "sparse", "hybrid", "full", "full+floor")
 #: the API's mode for each method
-MODE = {"dense": "dense", "sparse": "sparse", "hybrid": "hybrid", "full": "ranked"}
+MODE = {"dense": "dense", "sparse": "sparse", "hybrid": "hybrid", "full": "ranked", "full+floor": "ranked"}
 K = 10
 
 
@@ -43,6 +53,8 @@ class LabelledQuery:
     category: str
     relevant: dict[str, int]
     cautionary: tuple[str, ...]
+    #: the task type written into the set (see its README); None: not labelled
+    task_type: str | None = None
 
 
 def load_queries(path: Path) -> list[LabelledQuery]:
@@ -61,11 +73,41 @@ def load_queries(path: Path) -> list[LabelledQuery]:
                     category=str(raw.get("category") or "uncategorised"),
                     relevant={str(k): int(v) for k, v in raw["relevant"].items()},
                     cautionary=tuple(str(c) for c in raw.get("cautionary") or ()),
+                    task_type=raw.get("task_type") or None,
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{path}:{number}: not a labelled query: {exc!r}") from exc
     return queries
+
+
+@dataclass(frozen=True, slots=True)
+class NullPrompt:
+    """A prompt nothing in the store is relevant to: a topic no memory covers, or a meta prompt."""
+
+    id: str
+    project: str
+    query: str
+    category: str
+
+    @property
+    def meta(self) -> bool:
+        return self.category == "meta"
+
+
+def load_nulls(path: Path) -> list[NullPrompt]:
+    if not path.exists():
+        return []
+    nulls = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            nulls.append(NullPrompt(str(raw["id"]), str(raw["project"]), str(raw["query"]), str(raw["category"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}:{number}: not a null prompt: {exc!r}") from exc
+    return nulls
 
 
 def load_memories(path: Path) -> list[Any]:
@@ -90,25 +132,67 @@ def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     return {key: round(statistics.fmean(r[key] for r in rows), 4) for key in rows[0]} if rows else {}
 
 
-def evaluate(memory: Any, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
-    """Quality of each method over ``queries`` (``memory``: an open :class:`ctxbus.api.Memory`)."""
+def _precision(returned: Sequence[tuple[int, int]]) -> float | None:
+    """Share of returned items graded relevant, over (returned, relevant among them) per query."""
+    total = sum(n for n, _ in returned)
+    return round(sum(r for _, r in returned) / total, 4) if total else None
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return round(hits / total, 4) if total else None
+
+
+def evaluate_nulls(memory: Any, nulls: Sequence[NullPrompt]) -> dict[str, Any]:
+    """How many null prompts get any item, without and with the floor (all, topic or meta, by category)."""
+    got: dict[tuple[str, bool], int] = defaultdict(int)
+    seen: dict[str, int] = defaultdict(int)
+    for null in nulls:
+        groups = ("all", "meta") if null.meta else ("all", "topic", f"topic: {null.category}")
+        for group in groups:
+            seen[group] += 1
+        for floor in (False, True):
+            if memory.search(null.project, null.query, k=K, abstain=floor).items:
+                for group in groups:
+                    got[(group, floor)] += 1
+    return {
+        "null_prompts": seen["all"],
+        "counts": dict(seen),
+        "false_injection_rate": {
+            group: {"without_floor": _rate(got[(group, False)], n), "with_floor": _rate(got[(group, True)], n)}
+            for group, n in sorted(seen.items())
+        },
+    }
+
+
+def evaluate(memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[NullPrompt] = ()) -> dict[str, Any]:
+    """Quality of each method over ``queries`` (``memory``: an open :class:`ctxbus.api.Memory`), and the
+    abstention figures over ``nulls``."""
     from ctxbus.core.sections import WARNINGS, section_of  # noqa: PLC0415
 
     per_method: dict[str, list[dict[str, float]]] = defaultdict(list)
     per_category: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
+    returned: dict[str, list[tuple[int, int]]] = defaultdict(list)
     leaks: dict[str, int] = defaultdict(int)
     cautionary_seen = cautionary_as_warning = 0
+    abstained = 0
     for query in queries:
         for method in METHODS:
             # the single methods see the query text only; the full ranking also gets the task's domain, as a
             # ranking signal (a domain given to dense/sparse/hybrid search would be a hard filter instead)
-            domain = query.domain if method == "full" else None
-            result = memory.search(query.project, query.query, k=K, mode=MODE[method], domain=domain)
+            full = method.startswith("full")
+            domain = query.domain if full else None
+            result = memory.search(
+                query.project, query.query, k=K, mode=MODE[method], domain=domain, abstain=method == "full+floor"
+            )
             ranked = [f.id for f in result.items]
             leaks[method] += sum(1 for f in result.items if f.project not in (query.project, "__global__"))
             scores = _scores(ranked, query)
             per_method[method].append(scores)
             per_category[(method, query.category)].append(scores)
+            if full:
+                returned[method].append((len(ranked), sum(1 for i in ranked if i in query.relevant)))
+            if method == "full+floor" and not ranked:
+                abstained += 1
             if method == "full":
                 for found in result.items:
                     if found.id in query.cautionary:
@@ -124,7 +208,64 @@ def evaluate(memory: Any, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
         "cross_project_leaks": dict(leaks),
         "cautionary_returned": cautionary_seen,
         "cautionary_shown_as_warning": cautionary_as_warning,
+        "abstention": {
+            "graded_abstained": abstained,
+            "precision": {
+                "without_floor": _precision(returned["full"]),
+                "with_floor": _precision(returned["full+floor"]),
+            },
+            **(evaluate_nulls(memory, nulls) if nulls else {}),
+        },
     }
+
+
+def collect_samples(
+    memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[NullPrompt], k: int = K
+) -> list[Any]:
+    """Each graded query's and topic null prompt's evidence and top ``k`` from the real retriever, floor off."""
+    from ctxbus.bench.abstain_calibration import Sample  # noqa: PLC0415
+    from ctxbus.contract.payloads import RetrievalRequested, Trigger  # noqa: PLC0415
+    from ctxbus.contract.topics import Topics  # noqa: PLC0415
+    from ctxbus.observability import Metrics  # noqa: PLC0415
+    from ctxbus.retriever.handler import profile_for  # noqa: PLC0415
+    from ctxbus.wiring import retriever_handler  # noqa: PLC0415
+
+    handler = retriever_handler(
+        memory.settings, memory.embedder, memory.store, Topics(memory.settings.topic_prefix), Metrics()
+    )
+    prompts = [(q.id, q.project, q.query, q.domain, q.relevant) for q in queries]
+    prompts += [(n.id, n.project, n.query, None, {}) for n in nulls if not n.meta]
+    samples = []
+    for prompt_id, project, text, domain, relevant in prompts:
+        request = RetrievalRequested(
+            agent_name="bench", domain=domain, prompt=text, max_items=k, trigger=Trigger.USER_PROMPT
+        )
+        found = handler.retrieve(project, "bench", request, profile_for(request), abstain=False)
+        best_first = sorted(found.hits, key=lambda h: (-h.score, h.item.id, h.item.project))
+        if found.evidence is None:
+            raise RuntimeError(f"{prompt_id}: the retriever reported no evidence")
+        samples.append(Sample(prompt_id, found.evidence, tuple(h.item.id for h in best_first[:k]), dict(relevant)))
+    return samples
+
+
+def run_calibration(*, data_dir: Path = DATA_DIR, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """``--calibrate``: the relevance floor's calibration report (see ctxbus.bench.abstain_calibration)."""
+    from ctxbus.api import Memory  # noqa: PLC0415
+    from ctxbus.bench import abstain_calibration  # noqa: PLC0415
+    from ctxbus.memory.ingest import ingest  # noqa: PLC0415
+    from ctxbus.settings import Settings  # noqa: PLC0415
+    from ctxbus.wiring import floor_policy  # noqa: PLC0415
+
+    memories = load_memories(data_dir / "memories.jsonl")
+    queries = load_queries(data_dir / "queries.jsonl")
+    nulls = load_nulls(data_dir / "null_queries.jsonl")
+    with tempfile.TemporaryDirectory(prefix="ctxbus-bench-calibrate-") as tmp:
+        settings = Settings(data_dir=Path(tmp))
+        with Memory.open(settings) as memory:
+            ingest(memories, memory.embedder, memory.store, near_duplicate=None)
+            log(f"stored {len(memories)} labelled memories; collecting evidence for the graded and null prompts")
+            samples = collect_samples(memory, queries, nulls)
+    return abstain_calibration.report(samples, K, abstain_calibration.DEFAULT_BUDGET, floor_policy(settings.injection))
 
 
 def measure_speed(memory: Any, queries: Sequence[LabelledQuery], rounds: int) -> dict[str, float]:
@@ -172,6 +313,7 @@ def run(
 
     memories = load_memories(data_dir / "memories.jsonl")
     queries = load_queries(data_dir / "queries.jsonl")
+    nulls = load_nulls(data_dir / "null_queries.jsonl")
     with tempfile.TemporaryDirectory(prefix="ctxbus-bench-retrieval-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         with Memory.open(settings) as memory:
@@ -179,43 +321,102 @@ def run(
             # the labelled set is stored as written: its near-duplicate hard negatives must stay separate
             ingest(memories, memory.embedder, memory.store, near_duplicate=None)
             log(f"stored {len(memories)} labelled memories in {time.perf_counter() - started:.1f} s")
-            quality = evaluate(memory, queries)
+            quality = evaluate(memory, queries, nulls)
+            tasks = _task_profile_figures(memory, queries)
             speed_small = measure_speed(memory, queries, 1)
             started = time.perf_counter()
             fill(memory, scale, log=lambda m: None)
             log(f"filled to {memory.store.count()} memories in {time.perf_counter() - started:.1f} s")
             speed = measure_speed(memory, queries, rounds)
-            scale_quality = evaluate(memory, queries)
+            scale_quality = evaluate(memory, queries, nulls)
             total = memory.store.count()
     return {
         "memories": len(memories),
         "quality": quality,
-        "quality_at_scale": {"memories": total, "methods": scale_quality["methods"]},
+        **tasks,
+        "quality_at_scale": {
+            "memories": total,
+            "methods": scale_quality["methods"],
+            "abstention": scale_quality["abstention"],
+        },
         "speed_labelled_set": speed_small,
         "speed": {"memories": total, **speed},
     }
 
 
+def _task_profile_figures(memory: Any, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
+    """The task-type profiles on against off, and domain detection (:mod:`ctxbus.bench.retrieval_tasks`)."""
+    from ctxbus.api import Memory  # noqa: PLC0415
+    from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
+
+    off = memory.settings.injection.model_copy(update={"task_profiles": False})
+    plain = Memory(
+        memory.settings.model_copy(update={"injection": off}), memory.embedder, memory.store, owns_store=False
+    )
+    with plain:
+        compared = retrieval_tasks.compare(memory, plain, queries)
+    return {"task_profiles": compared, "domain_detection": retrieval_tasks.detect_domains(memory, queries)}
+
+
+def print_abstention(quality: dict[str, Any]) -> None:
+    """The abstention figures: false injections on the null prompts, precision and recall on the graded ones."""
+    a = quality["abstention"]
+    full, floored = quality["methods"]["full"], quality["methods"]["full+floor"]
+    precision = a["precision"]
+    print(
+        f"  abstention (full+floor: relevance floor + meta prompts; {a['graded_abstained']} of {quality['queries']} "
+        f"graded queries turned away): recall@10 {floored['recall@10']:.3f} vs {full['recall@10']:.3f} "
+        f"({(floored['recall@10'] - full['recall@10']) * 100:+.1f} points)"
+    )
+    print(
+        f"    precision of returned items (graded relevant, top {K}): {precision['with_floor']} with the floor, "
+        f"{precision['without_floor']} without"
+    )
+    rates = a.get("false_injection_rate")
+    if not rates:
+        return
+    print(f"    false injection rate on {a['null_prompts']} null prompts (got any item): with / without the floor")
+    for group, rate in rates.items():
+        counts = f"{a['counts'][group]:>4} prompts"
+        print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+    print(
+        "    targets: false injection rate <= 0.05, recall@10 down by at most 2 points (in sample: the floor was "
+        "calibrated on these prompts; `ctxbus bench retrieval --calibrate` prints the cross-validated figures)"
+    )
+
+
 def print_report(result: dict[str, Any]) -> None:
     quality = result["quality"]
     print(f"retrieval quality: {quality['queries']} graded queries over {result['memories']} memories (k={K})")
-    header = f"  {'method':<8} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'nDCG@10':>8}"
+    header = f"  {'method':<10} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'nDCG@10':>8}"
     print(header)
     for method, m in quality["methods"].items():
-        print(f"  {method:<8} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
-    print("  nDCG@10 by category:   " + "  ".join(f"{m:>7}" for m in METHODS))
+        print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
+    print("  nDCG@10 by category:   " + "  ".join(f"{m:>10}" for m in METHODS))
     for category, methods in quality["by_category"].items():
-        print(f"    {category:<20} " + "  ".join(f"{methods[m]['ndcg@10']:>7.3f}" for m in METHODS))
+        print(f"    {category:<20} " + "  ".join(f"{methods[m]['ndcg@10']:>10.3f}" for m in METHODS))
     print(f"  cross-project leaks: {quality['cross_project_leaks']}")
     print(
         f"  cautionary items returned by the full ranking: {quality['cautionary_returned']}, "
         f"shown as warnings: {quality['cautionary_shown_as_warning']}"
     )
+    print_abstention(quality)
+    if "task_profiles" in result:
+        from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
+
+        retrieval_tasks.print_report(result)
     scaled = result["quality_at_scale"]
     print(
         f"  with {scaled['memories']} memories (synthetic filler added): nDCG@10 "
         + ", ".join(f"{m} {v['ndcg@10']:.3f}" for m, v in scaled["methods"].items())
     )
+    fir = scaled["abstention"].get("false_injection_rate", {}).get("all")
+    if fir:
+        print(
+            f"    false injection rate {fir['with_floor']:.3f} with the floor ({fir['without_floor']:.3f} without), "
+            f"recall@10 {scaled['methods']['full+floor']['recall@10']:.3f} "
+            f"(full ranking {scaled['methods']['full']['recall@10']:.3f})"
+        )
     for label, key in (("labelled set", "speed_labelled_set"), (f"{result['speed']['memories']} memories", "speed")):
         s = result[key]
         print(

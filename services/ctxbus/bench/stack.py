@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.lifeline import lifeline
 from ctxbus.bench.corpus import memories
 from ctxbus.memory.ingest import ingest
 from ctxbus.settings import Settings
@@ -45,7 +46,11 @@ def load_memories(settings: Settings, count: int) -> float:
         "from ctxbus.settings import Settings; "
         "_load_in_process(Settings(data_dir=Path(sys.argv[1]), topic_prefix=sys.argv[2]), int(sys.argv[3]))"
     )
-    subprocess.run([sys.executable, "-c", code, str(settings.data_dir), settings.topic_prefix, str(count)], check=True)
+    subprocess.run(
+        [sys.executable, "-c", code, str(settings.data_dir), settings.topic_prefix, str(count)],
+        check=True,
+        preexec_fn=lifeline(),
+    )
     return time.perf_counter() - started
 
 
@@ -65,7 +70,12 @@ def _load_in_process(settings: Settings, count: int) -> None:
 def start_stack(env: dict[str, str], data_dir: Path) -> subprocess.Popen[bytes]:
     log = (data_dir / "stack.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxbus.cli.main", "up"], env=env, stdout=log, stderr=log, start_new_session=True
+        [sys.executable, "-m", "ctxbus.cli.main", "up"],
+        env=env,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        preexec_fn=lifeline(signal.SIGTERM),  # noqa: PLW1509 (async-signal-safe): a killed benchmark stops its stack
     )
     runtime = data_dir / "runtime.json"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S

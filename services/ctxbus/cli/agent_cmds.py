@@ -1,10 +1,17 @@
-"""``ctxbus attempt record`` and ``ctxbus precontext``: seed 003's pre-context for orchestrators in any language."""
+"""``ctxbus attempt record`` and ``ctxbus precontext``: seed 003's pre-context for orchestrators in any language.
+
+Attempts are keyed by (project, task); both commands take ``--project`` (default ``default``).
+``precontext`` prints an empty string and exits 0 whenever there is nothing to say: no attempt store,
+an unreadable one, an unknown task, a task an outcome ended, or pre-context switched off.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import sqlite3
+import sys
 from typing import Any
 
 from ctxbus.adapters.attempt_store import AttemptStore
@@ -13,7 +20,7 @@ from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import AttemptRecorded, AttemptStatus
 from ctxbus.contract.topics import Topics
-from ctxbus.core.precontext import PreContextType, build_precontext
+from ctxbus.core.precontext import DEFAULT_PROJECT, PreContextType, build_precontext
 from ctxbus.injector.attempts import policy_from
 from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
@@ -32,7 +39,9 @@ def register(sub: Any) -> None:
     rec.add_argument("--updated", action="append", default=[], help="a file the attempt modified (repeatable)")
     rec.add_argument("--error", action="append", default=[], help="a validation error (repeatable, in order)")
     rec.add_argument("--exit-reason", help="circuit_breaker | validation_failure | execution_error | ...")
-    rec.add_argument("--project", default="default", help="the tenant scope (default: default)")
+    rec.add_argument(
+        "--project", default=DEFAULT_PROJECT, help=f"the project the task belongs to (default: {DEFAULT_PROJECT})"
+    )
     switch = rec.add_mutually_exclusive_group()
     switch.add_argument("--pre-context", dest="pre_context", action="store_true", default=None)
     switch.add_argument("--no-pre-context", dest="pre_context", action="store_false")
@@ -42,11 +51,22 @@ def register(sub: Any) -> None:
     pre.add_argument("--type", required=True, choices=["retry", "fallback", "circuit_breaker", "helper"])
     pre.add_argument("--provider", help="the provider that just failed (fallback)")
     pre.add_argument("--reason", help="why it failed (fallback)")
+    pre.add_argument(
+        "--project", default=DEFAULT_PROJECT, help=f"the project the task belongs to (default: {DEFAULT_PROJECT})"
+    )
     pre.set_defaults(handler=cmd_precontext)
+
+
+def _project(value: str) -> str:
+    project = value.strip()
+    if not project:
+        raise CliError("--project must not be blank")
+    return project
 
 
 def cmd_attempt_record(args: argparse.Namespace) -> int:
     settings = Settings()
+    project = _project(args.project)
     try:
         payload = AttemptRecorded(
             task_id=args.task,
@@ -59,7 +79,7 @@ def cmd_attempt_record(args: argparse.Namespace) -> int:
             exit_reason=args.exit_reason,
             enable_pre_context=args.pre_context,
         )
-        event = Envelope.root(payload, project=args.project, session_id=args.task, producer="cli")
+        event = Envelope.root(payload, project=project, session_id=args.task, producer="cli")
     except ValueError as exc:
         raise CliError(f"invalid attempt: {exc}") from exc
     try:
@@ -68,34 +88,52 @@ def cmd_attempt_record(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
 
     async def publish() -> None:
-        async with EventPublisher(config, "cli") as publisher:
-            await publisher.publish(Topics(settings.topic_prefix).attempt_recorded, event)
+        topics = Topics(settings.topic_prefix)
+        async with EventPublisher(config, "cli", schemas_topic=topics.schemas) as publisher:
+            await publisher.publish(topics.attempt_recorded, event)
 
     asyncio.run(publish())
-    print(json.dumps({"published": str(event.event_id), "task_id": args.task, "attempt": args.attempt}))
+    print(
+        json.dumps(
+            {"published": str(event.event_id), "project": project, "task_id": args.task, "attempt": args.attempt}
+        )
+    )
+    return 0
+
+
+def _nothing(why: str) -> int:
+    """No pre-context: an empty string on stdout (seed 003), the reason on stderr, exit 0."""
+    print(f"(no pre-context: {why})", file=sys.stderr)
     return 0
 
 
 def cmd_precontext(args: argparse.Namespace) -> int:
     settings = Settings()
+    project = _project(args.project)
     kind = PreContextType.CIRCUIT_BREAKER if args.type == "fallback" else PreContextType(args.type)
+    where = f"task {args.task!r} in project {project!r}"
     if not settings.attempts_db.exists():
-        raise CliError(f"no attempts recorded yet ({settings.attempts_db} does not exist)", 1)
-    store = AttemptStore(settings.attempts_db)
+        return _nothing(f"no attempts recorded yet ({settings.attempts_db} does not exist)")
     try:
-        attempts = store.attempts(args.task)
-        if not attempts:
-            raise CliError(f"no attempts recorded for task {args.task!r}", 1)
-        text = build_precontext(
-            kind,
-            attempts,
-            policy_from(settings.precontext),
-            enabled_for_task=store.override(args.task),
-            provider=args.provider,
-            reason=args.reason,
-            count_tokens=token_counter(settings),
-        )
-    finally:
-        store.close()
+        store = AttemptStore(settings.attempts_db)
+        try:
+            task = store.task(project, args.task)
+        finally:
+            store.close()
+    except sqlite3.Error as exc:
+        return _nothing(f"the attempt store {settings.attempts_db} cannot be read: {exc}")
+    if task.closure is not None:
+        return _nothing(f"{where} ended ({task.closure.state}: outcome {task.closure.outcome})")
+    if not task.attempts:
+        return _nothing(f"no attempts recorded for {where}")
+    text = build_precontext(
+        kind,
+        task.attempts,
+        policy_from(settings.precontext),
+        enabled_for_task=task.override,
+        provider=args.provider,
+        reason=args.reason,
+        count_tokens=token_counter(settings),
+    )
     print(text, end="")
     return 0

@@ -15,7 +15,7 @@ from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
+from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.runtime import NoBroker, kafka_config
@@ -29,7 +29,9 @@ def register(sub: Any) -> None:
     req.add_argument("--session", default="cli", help="session id (default: cli)")
     req.add_argument("--agent", default="cli")
     req.add_argument("--role", default="implementer")
-    req.add_argument("--domain")
+    req.add_argument("--domain", help="the task's domain (a ranking signal; detected from the prompt when not given)")
+    req.add_argument("--strict-domain", action="store_true", help="with --domain: only items of that domain")
+    req.add_argument("--task-type", choices=[t.value for t in TaskType], help="default: classified from the prompt")
     req.add_argument("--trigger", choices=[t.value for t in Trigger], default=Trigger.USER_PROMPT.value)
     req.add_argument("--max-items", type=int, default=10)
     req.add_argument("--max-chars", type=int, default=10_000)
@@ -62,11 +64,15 @@ def _config(settings: Settings) -> Any:
 
 def cmd_request(args: argparse.Namespace) -> int:
     settings = Settings()
+    if args.strict_domain and not (args.domain and args.domain.strip()):
+        raise CliError("--strict-domain needs --domain")
     try:
         payload = RetrievalRequested(
             agent_name=args.agent,
             agent_role=args.role,
             domain=args.domain,
+            strict_domain=args.strict_domain,
+            task_type=TaskType(args.task_type) if args.task_type else None,
             prompt=args.prompt,
             max_items=args.max_items,
             max_chars=args.max_chars,

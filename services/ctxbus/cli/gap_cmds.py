@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ def cmd_gap(args: argparse.Namespace) -> int:
 
     embedder = open_embedder(settings)
     if args.detect_only:
-        assessment = assess(parsed, GapPolicy(), embedder)
+        assessment = assess(parsed, GapPolicy(), embedder, now=datetime.now(UTC))
         _emit(
             {
                 "gap": assessment.gap.to_dict() if assessment.gap else None,
@@ -123,5 +124,10 @@ def cmd_gap(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a request the contract refuses (an over-long project or session id ...)
         raise CliError(f"{args.state}: cannot request context: {exc}") from exc
     _emit(result.state, args.output)
-    print(f"-- {result.status.value}: {result.why}", file=sys.stderr)
+    sources = ", ".join(f"{k} {v}" for k, v in result.sources.items() if v)
+    print(
+        f"-- {result.status.value}: {result.why} ({result.context_chars} chars, {result.context_bytes} bytes"
+        f"{'; ' + sources if sources else ''}; {result.duration_ms:.0f} ms)",
+        file=sys.stderr,
+    )
     return 0

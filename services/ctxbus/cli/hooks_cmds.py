@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from ctxbus.cli.errors import CliError
+from ctxbus.hooks.install_record import InstallRecord
 from ctxbus.hooks.project import git_root
 from ctxbus.hooks.settings_file import SettingsFileError, with_ours, without_ours
-from ctxbus.settings import HookSettings
+from ctxbus.hooks.settings_text import dumps_like
+from ctxbus.settings import HookSettings, Settings
 
 #: seconds Claude Code gives the hook beyond ctxbus's own timeout (the hook answers within its own)
 TIMEOUT_SLACK_S = 1
@@ -24,15 +27,35 @@ def register(sub: Any) -> None:
     hooks = sub.add_parser("hooks", help="install or remove ctxbus's Claude Code hooks")
     hsub = hooks.add_subparsers(dest="hooks_command", required=True)
     for name, handler, text in (
-        ("install", cmd_install, "merge ctxbus's hooks into .claude/settings.json"),
-        ("uninstall", cmd_uninstall, "remove ctxbus's hooks (and only them)"),
+        ("install", cmd_install, "merge ctxbus's hooks into Claude Code's settings (.claude/settings.local.json)"),
+        (
+            "uninstall",
+            cmd_uninstall,
+            "remove ctxbus's hooks (and only them; the original bytes when nothing else changed)",
+        ),
     ):
         p = hsub.add_parser(name, help=text)
         scope = p.add_mutually_exclusive_group()
-        scope.add_argument("--project", action="store_true", help="the project's .claude/settings.json (default)")
+        scope.add_argument(
+            "--project", action="store_true", help="the project's personal .claude/settings.local.json (default)"
+        )
+        scope.add_argument(
+            "--shared",
+            action="store_true",
+            help="the project's shared (usually committed) .claude/settings.json; the command is a bare `ctxbus` "
+            "found on PATH, never this machine's virtualenv path",
+        )
         scope.add_argument("--user", action="store_true", help="~/.claude/settings.json")
         p.add_argument("--settings-file", type=Path, help="an explicit settings file")
+        p.add_argument("--dry-run", action="store_true", help="print the change as a diff; write nothing")
         p.set_defaults(handler=handler)
+        if name == "install":
+            p.add_argument(
+                "--tool-failures",
+                action="store_true",
+                help="also hook PostToolUseFailure (failed Bash commands, seen at once instead of at Stop); "
+                "only for Claude Code versions that know the event, others reject the whole settings file",
+            )
 
 
 def settings_path(args: argparse.Namespace) -> Path:
@@ -41,26 +64,47 @@ def settings_path(args: argparse.Namespace) -> Path:
     if args.user:
         return Path.home() / ".claude" / "settings.json"
     cwd = os.getcwd()
-    return Path(git_root(cwd) or cwd) / ".claude" / "settings.json"
+    name = "settings.json" if getattr(args, "shared", False) else "settings.local.json"
+    return Path(git_root(cwd) or cwd) / ".claude" / name
 
 
-def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read it ({exc}); not touching it") from exc
+
+
+def _parse(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise CliError(f"{path}: not valid JSON ({exc}); not touching it") from exc
     if not isinstance(data, dict):
         raise CliError(f"{path}: the settings are not a JSON object; not touching it")
     return data
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
+def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.ctxbus-tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_suffix(path.suffix + ".ctxbus-tmp")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def _diff(path: Path, before: str | None, after: str | None) -> str:
+    return "".join(
+        difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            (after or "").splitlines(keepends=True),
+            fromfile=str(path) if before is not None else "/dev/null",
+            tofile=str(path) if after is not None else "/dev/null",
+        )
+    )
 
 
 def executable() -> str:
@@ -71,20 +115,51 @@ def executable() -> str:
 def cmd_install(args: argparse.Namespace) -> int:
     path = settings_path(args)
     timeout_s = math.ceil(HookSettings().timeout_ms / 1000) + TIMEOUT_SLACK_S
+    before = _read_text(path)
+    command = "ctxbus" if getattr(args, "shared", False) else executable()
     try:
-        merged = with_ours(_read(path), executable(), timeout_s)
+        merged = with_ours(_parse(path, before), command, timeout_s, tool_failures=args.tool_failures)
     except SettingsFileError as exc:
         raise CliError(f"{path}: {exc}; not touching it") from exc
-    _write(path, merged)
+    after = dumps_like(merged, before)
+    if args.dry_run:
+        print(_diff(path, before, after) or f"{path}: ctxbus's hooks are installed already; nothing would change")
+        return 0
+    if after == before:
+        print(f"ctxbus hooks already installed in {path}; nothing changed")
+        return 0
+    record = InstallRecord.load(Settings().data_dir, path)
+    if record is None or not record.written(before):  # keep what the file was before ctxbus first touched it
+        record = InstallRecord(path=str(path.resolve()), before=before)
+    _write_text(path, after)
+    record.after_sha256 = InstallRecord.digest(after)
+    record.save(Settings().data_dir)
     print(f"ctxbus hooks installed in {path}")
     return 0
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
     path = settings_path(args)
-    if not path.exists():
+    current = _read_text(path)
+    if current is None:
         print(f"nothing to remove: {path} does not exist")
         return 0
-    _write(path, without_ours(_read(path)))
+    data_dir = Settings().data_dir
+    record = InstallRecord.load(data_dir, path)
+    after: str | None
+    if record is not None and record.written(current):
+        after = record.before  # nothing else changed since the install: the original bytes (or no file)
+    else:
+        keep = record.empty_events() if record is not None else ()
+        after = dumps_like(without_ours(_parse(path, current), keep_empty=keep), current)
+    if args.dry_run:
+        print(_diff(path, current, after) or f"{path}: no ctxbus hooks; nothing would change")
+        return 0
+    if after is None:
+        path.unlink()
+    elif after != current:
+        _write_text(path, after)
+    if record is not None:
+        record.forget(data_dir)
     print(f"ctxbus hooks removed from {path}")
     return 0

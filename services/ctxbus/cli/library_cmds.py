@@ -45,14 +45,16 @@ def register(sub: Any) -> None:
     search.add_argument("--queries", required=True, type=Path, help="JSON-lines file of {id, query} ('-': stdin)")
     search.add_argument("--k", type=int, default=10, help=f"items per query (1..{MAX_K}, default 10)")
     search.add_argument("--mode", choices=MODES, default="ranked", help="ranked (default) | hybrid | dense | sparse")
-    search.add_argument("--domain")
+    search.add_argument("--domain", help="ranked: a ranking signal (a filter with --strict-domain); others: a filter")
+    search.add_argument("--strict-domain", action="store_true", help="ranked, with --domain: only items of that domain")
     search.add_argument("--role", default="implementer", help="agent profile for ranked search")
     search.set_defaults(handler=cmd_search)
     prime = sub.add_parser("prime", help="seed 001's prime_context: the assembled context for a task, as JSON")
     prime.add_argument("description", help="what the task is")
     prime.add_argument("--project", required=True)
     prime.add_argument("--task-type", choices=[t.value for t in TaskType])
-    prime.add_argument("--domain")
+    prime.add_argument("--domain", help="the task's domain (a ranking signal; detected when not given)")
+    prime.add_argument("--strict-domain", action="store_true", help="with --domain: only items of that domain")
     prime.add_argument("--role", default="implementer")
     prime.add_argument("--max-tokens", type=int, default=2_000)
     prime.add_argument("--max-chars", type=int, default=10_000)
@@ -114,9 +116,15 @@ def _query_lines(path: Path) -> Iterator[tuple[Any, str | None, str | None]]:
         yield raw.get("id"), raw["query"], None
 
 
+def _check_strict(args: argparse.Namespace) -> None:
+    if args.strict_domain and not (args.domain and args.domain.strip()):
+        raise CliError("--strict-domain needs --domain")
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     if not 1 <= args.k <= MAX_K:
         raise CliError(f"--k must be from 1 to {MAX_K}")
+    _check_strict(args)
     settings = Settings()
     lines = list(_query_lines(args.queries))
     failed = sum(1 for _, _, err in lines if err)
@@ -130,7 +138,13 @@ def cmd_search(args: argparse.Namespace) -> int:
                     continue
                 try:
                     found = memory.search(
-                        args.project, query, k=args.k, mode=args.mode, domain=args.domain, agent_role=args.role
+                        args.project,
+                        query,
+                        k=args.k,
+                        mode=args.mode,
+                        domain=args.domain,
+                        agent_role=args.role,
+                        strict_domain=args.strict_domain,
                     )
                 except QueryError as exc:
                     results.append({"id": qid, "error": str(exc)})
@@ -148,6 +162,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "k": args.k,
                 "mode": args.mode,
                 "domain": args.domain,
+                "strict_domain": args.strict_domain,
                 "agent_role": args.role,
             }
             answered.extend(_post(settings, "/v1/search", body)["results"])
@@ -160,6 +175,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_prime(args: argparse.Namespace) -> int:
+    _check_strict(args)
     settings = Settings()
     include = {section: False for flag, section in _SWITCHES if getattr(args, f"no_{flag}")}
     options: dict[str, Any] = {
@@ -170,6 +186,7 @@ def cmd_prime(args: argparse.Namespace) -> int:
         "max_chars": args.max_chars,
         "max_items": args.max_items,
         "agent_role": args.role,
+        "strict_domain": args.strict_domain,
     }
     memory = _open(settings)
     if memory is None:

@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         hooks_cmds,
         library_cmds,
         memory_cmds,
+        outcome_cmds,
         replay_cmds,
         stack_cmds,
     )
@@ -31,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser(
         "hook",
-        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | learned-patterns",
+        help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | post-tool-use | "
+        "post-tool-use-failure | learned-patterns",
     )
     for module in (
         stack_cmds,
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         client_cmds,
         hooks_cmds,
         agent_cmds,
+        outcome_cmds,
         gap_cmds,
         replay_cmds,
         dashboard_cmds,
@@ -55,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxbus.hooks.client import main as hook_main  # noqa: PLC0415
 
         return hook_main(args_list[1:])
+    from ctxbus.adapters.kafka.limits import RecordTooLarge  # noqa: PLC0415  (no Kafka client import)
     from ctxbus.cli.errors import CliError  # noqa: PLC0415
 
     parser = build_parser()
@@ -64,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"ctxbus: error: {exc}", file=sys.stderr)
         return exc.code
+    except RecordTooLarge as exc:  # any command that publishes
+        print(f"ctxbus: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

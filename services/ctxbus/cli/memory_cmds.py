@@ -5,17 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.import_report import direct_report, stored_report
+from ctxbus.cli.progress import Progress
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryUpserted
+from ctxbus.contract.payloads import MemoryUpserted
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.memory.ingest import IngestReport, ingest
+from ctxbus.memory.ingest import Progress as ProgressCallback
 from ctxbus.memory.jsonl_file import parse_jsonl
 from ctxbus.memory.markdown_file import parse_markdown
 from ctxbus.memory.model import MemoryItem
@@ -26,6 +32,12 @@ from ctxbus.runtime import kafka_config, read_runtime
 from ctxbus.settings import Settings
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+#: how long ``--wait`` waits for the store owner's answers by default, in seconds
+DEFAULT_TIMEOUT_S = 300.0
+#: exit code when some items were rejected (bad lines or patterns, or refused by the store's owner)
+EXIT_REJECTED = 3
+#: exit code when ``--wait`` ran out of time before every item was confirmed
+EXIT_TIMEOUT = 4
 
 
 def register(sub: Any) -> None:
@@ -43,6 +55,21 @@ def register(sub: Any) -> None:
         action="store_true",
         help="for a learned-patterns file: merge it over the user's ~/.claude/learned_patterns.json "
         "(seed 002: same pattern_id, the project's wins)",
+    )
+    imp.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with the stack running (through the bus): return only once the store's owner has stored every item "
+        "and it is searchable, with the counts (default); --no-wait returns once the events are published",
+    )
+    imp.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long --wait waits for the store's answers (default {DEFAULT_TIMEOUT_S:.0f}); past it the command "
+        f"says how many items are confirmed and exits {EXIT_TIMEOUT}",
     )
     imp.set_defaults(handler=cmd_import)
 
@@ -65,30 +92,78 @@ def parse_file(path: Path, project: str, *, home: Path | None = None) -> ParsedP
         raise CliError(str(exc)) from exc
 
 
-def import_direct(settings: Settings, items: Sequence[MemoryItem]) -> IngestReport:
+def import_direct(
+    settings: Settings, items: Sequence[MemoryItem], progress: ProgressCallback | None = None
+) -> IngestReport:
     """Embed and store in this process; raises StoreBusy when the running stack owns the store."""
+    from ctxbus.api import library_embedder_settings  # noqa: PLC0415
     from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
-    embedder = open_embedder(settings)
+    embedder = open_embedder(library_embedder_settings(settings))
     store = open_store(settings, embedder)
     try:
-        return ingest(items, embedder, store)
+        return ingest(items, embedder, store, progress=progress)
     finally:
         store.close()
 
 
-async def publish_upserts(settings: Settings, project: str, items: Sequence[MemoryItem]) -> int:
-    """Send the items to the store's owner through the bus, in events of at most MAX_ITEMS_PER_UPSERT."""
+@dataclass(frozen=True, slots=True)
+class BusImport:
+    """What an import through the bus got back: the answers (in the order of the events) and whether all came."""
+
+    events: int
+    items: int
+    answers: tuple[Stored, ...]
+    complete: bool
+
+
+async def import_through_bus(
+    settings: Settings,
+    project: str,
+    items: Sequence[MemoryItem],
+    *,
+    wait: bool,
+    timeout_s: float,
+    progress: ProgressCallback | None = None,
+) -> BusImport:
+    """Send the items to the store's owner (``memory.upserted``, at most MAX_ITEMS_PER_UPSERT an event, halved
+    until each fits the record limit); with ``wait``, read its ``memory.stored`` answers (by correlation id) until
+    all came or ``timeout_s`` passed."""
     config = kafka_config(settings)
-    topic = Topics(settings.topic_prefix).memory_upserted
-    async with EventPublisher(config, "cli") as publisher:
-        for start in range(0, len(items), MAX_ITEMS_PER_UPSERT):
-            chunk = tuple(items[start : start + MAX_ITEMS_PER_UPSERT])
-            event = Envelope.root(
-                MemoryUpserted(items=chunk), project=project, session_id="memory-import", producer="cli"
+    topics = Topics(settings.topic_prefix)
+    async with EventPublisher(config, "cli", schemas_topic=topics.schemas) as publisher:
+
+        async def send(replies: StoredReplies | None) -> list[Envelope[MemoryUpserted]]:
+            return await send_upserts(
+                publisher,
+                topics.memory_upserted,
+                items,
+                project=project,
+                session_id="memory-import",
+                producer="cli",
+                replies=replies,
             )
-            await publisher.publish(topic, event)
-    return len(items)
+
+        if not wait:
+            events = await send(None)
+            return BusImport(len(events), len(items), (), complete=False)
+        async with StoredReplies(config, topics.memory_stored) as replies:
+            events = await send(replies)
+            if progress is not None:
+                progress(0, len(items))
+
+            def answered(_: Stored) -> None:
+                if progress is not None:
+                    progress(replies.confirmed_items, len(items))
+
+            complete = await replies.wait(timeout_s, answered)
+            got = tuple(replies.answers[str(e.event_id)] for e in events if str(e.event_id) in replies.answers)
+            return BusImport(len(events), len(items), got, complete)
+
+
+def _emit(lines: Sequence[dict[str, object]]) -> None:
+    for line in lines:
+        print(json.dumps(line), flush=True)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -98,39 +173,57 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError("--project must not be blank")
     if not args.file.is_file():
         raise CliError(f"{args.file}: no such file")
+    if not args.timeout > 0:
+        raise CliError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     parsed = parse_file(args.file, project, home=Path.home() if args.with_home else None)
-    for err in parsed.errors:
-        print(json.dumps({"error": str(err)}), flush=True)
+    _emit([{"error": str(err)} for err in parsed.errors])
     result: dict[str, object] = {"rejected": len(parsed.errors), "project": project}
+    progress = Progress("ctxbus: storing")
     try:
-        report = import_direct(settings, parsed.items)
-        for merge in report.merged:
-            kind = "exact" if merge.exact else "near"
-            print(
-                json.dumps(
-                    {
-                        "merged": merge.incoming_id,
-                        "into": merge.existing_id,
-                        "duplicate": kind,
-                        "similarity": merge.similarity,
-                    }
-                ),
-                flush=True,
-            )
-        for project_id, old in report.supersede_missing:
-            print(json.dumps({"warning": f"supersedes {old!r} of {project_id!r}: no such item"}), flush=True)
-        result |= {
-            "imported": report.upserted,
-            "merged": len(report.merged),
-            "superseded": len(report.superseded),
-            "via": "store",
-        }
+        try:
+            report = import_direct(settings, parsed.items, progress)
+        finally:
+            progress.close()
+        lines, counts = direct_report(report)
+        _emit(lines)
+        result |= counts | {"via": "store"}
     except StoreModelMismatch as exc:
         raise CliError(str(exc), 1) from exc
     except StoreBusy as exc:
         if read_runtime(settings) is None:  # busy, but not by a stack we can reach
             raise CliError(str(exc), 1) from exc
-        queued = asyncio.run(publish_upserts(settings, project, parsed.items))
-        result |= {"queued": queued, "via": Topics(settings.topic_prefix).memory_upserted}
+        return _through_bus(settings, args, project, parsed.items, result)
     print(json.dumps(result))
-    return 0 if not parsed.errors else 3
+    return 0 if not parsed.errors else EXIT_REJECTED
+
+
+def _through_bus(
+    settings: Settings, args: argparse.Namespace, project: str, items: Sequence[MemoryItem], result: dict[str, object]
+) -> int:
+    via = Topics(settings.topic_prefix).memory_upserted
+    progress = Progress("ctxbus: stored by the running stack")
+    try:
+        sent = asyncio.run(
+            import_through_bus(settings, project, items, wait=args.wait, timeout_s=args.timeout, progress=progress)
+        )
+    finally:
+        progress.close()
+    if not args.wait:
+        print(json.dumps(result | {"queued": sent.items, "via": via}))
+        return 0 if not result["rejected"] else EXIT_REJECTED
+    lines, counts = stored_report(sent.answers)
+    _emit(lines)
+    confirmed = sum(len(a.payload.results) for a in sent.answers)
+    summary = result | counts | {"rejected": int(str(result["rejected"])) + counts["rejected"]}
+    summary |= {"via": via, "confirmed": confirmed}
+    if not sent.complete:
+        summary |= {"pending": sent.items - confirmed, "timed_out": True}
+        print(json.dumps(summary))
+        print(
+            f"ctxbus: error: the store's owner confirmed {confirmed} of {sent.items} items within {args.timeout:g} s; "
+            "the others are queued and will still be stored (importing the file again is safe)",
+            file=sys.stderr,
+        )
+        return EXIT_TIMEOUT
+    print(json.dumps(summary))
+    return 0 if not summary["rejected"] else EXIT_REJECTED

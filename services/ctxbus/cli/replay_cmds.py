@@ -41,6 +41,12 @@ def register(sub: Any) -> None:
     rep.add_argument("--until", help="up to (not including) this time, same forms")
     rep.add_argument("--from-offset", help="first offset: N, P:N (partition P) or TOPIC:P:N; comma-separated")
     rep.add_argument("--to-offset", help="stop before this offset: N, P:N or TOPIC:P:N; comma-separated")
+    rep.add_argument(
+        "--correlation-id",
+        metavar="ID",
+        help="open one request's chain: the request, the ranked items and why they ranked, the injected context "
+        "(table or json)",
+    )
     rep.add_argument("--format", choices=("table", "json", "csv", "parquet"), default="table")
     rep.add_argument("--output", type=Path, help="write there instead of stdout (needed for parquet)")
     rep.add_argument("--chart", type=Path, metavar="PATH.png", help="also draw latency, injections over time, success")
@@ -97,38 +103,30 @@ def _progress(done: int, total: int) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ctxbus.contract.topics import Topics  # noqa: PLC0415  (the command's imports stay off `ctxbus --help`)
-    from ctxbus.replay import options  # noqa: PLC0415
     from ctxbus.runtime import NoBroker, kafka_config  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
 
     settings = Settings()
     topics = Topics(settings.topic_prefix)
-    now = datetime.now(UTC)
-    try:
-        names = options.resolve_topics(args.topic or [], topics) or list(topics.all())
-        since = options.parse_time(args.since, now=now) if args.since else None
-        until = options.parse_time(args.until, now=now) if args.until else None
-        selection = options.Selection(
-            since_ms=options.to_ms(since) if since else None,
-            until_ms=options.to_ms(until) if until else None,
-            from_offsets=options.parse_offsets(args.from_offset, topics) if args.from_offset else None,
-            to_offsets=options.parse_offsets(args.to_offset, topics) if args.to_offset else None,
-        )
-    except options.OptionError as exc:
-        raise CliError(str(exc)) from exc
+    names, since, until, selection = _range(args, topics)
     if args.top < 1:
         raise CliError("--top must be at least 1")
     if args.format == "parquet" and args.output is None:
         raise CliError("--format parquet needs --output PATH")
     if args.backtest and args.format == "parquet":
         raise CliError("a backtest is printed as table, json or csv")
+    if args.correlation_id is not None and (args.backtest or args.format in {"csv", "parquet"}):
+        raise CliError("--correlation-id prints one chain as table or json")
     backtest_settings = _backtest_settings(args) if args.backtest else None
     try:
         config = kafka_config(settings)
     except NoBroker as exc:
         raise CliError(str(exc), 1) from exc
+    if args.correlation_id is not None:
+        return _one_chain(args, config, topics, selection)
+    from ctxbus.replay.chart import write_chart  # noqa: PLC0415
     from ctxbus.replay.engine import replay  # noqa: PLC0415
-    from ctxbus.replay.render import output, write_chart  # noqa: PLC0415
+    from ctxbus.replay.render import output  # noqa: PLC0415
 
     run = asyncio.run(
         replay(config, topics, names, selection, since=since, until=until, workers=args.workers, progress=_progress)
@@ -138,7 +136,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     report = run.report(top=args.top)
     if report.empty:
         window = f" between {_when(since)} and {_when(until)}" if since or until else ""
-        where = f"the {topics.prefix} topics" if len(names) == len(topics.all()) else ", ".join(names)
+        where = f"the {topics.prefix} topics" if len(names) == len(topics.event_topics()) else ", ".join(names)
         print(f"ctxbus replay: no events{window} on {where}; the report is empty", file=sys.stderr)
     text: str | None
     if backtest_settings is not None:
@@ -153,6 +151,44 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.chart is not None:
         write_chart(report, run.join.chains, args.chart)
         print(f"ctxbus replay: chart written to {args.chart}", file=sys.stderr)
+    return 0
+
+
+def _range(args: argparse.Namespace, topics: Topics) -> tuple[list[str], datetime | None, datetime | None, Selection]:
+    """The topics and the window (times or offsets) the options name; CliError for a bad option."""
+    from ctxbus.replay import options  # noqa: PLC0415
+
+    now = datetime.now(UTC)
+    try:
+        names = options.resolve_topics(args.topic or [], topics) or list(topics.event_topics())
+        since = options.parse_time(args.since, now=now) if args.since else None
+        until = options.parse_time(args.until, now=now) if args.until else None
+        selection = options.Selection(
+            since_ms=options.to_ms(since) if since else None,
+            until_ms=options.to_ms(until) if until else None,
+            from_offsets=options.parse_offsets(args.from_offset, topics) if args.from_offset else None,
+            to_offsets=options.parse_offsets(args.to_offset, topics) if args.to_offset else None,
+        )
+    except options.OptionError as exc:
+        raise CliError(str(exc)) from exc
+    return names, since, until, selection
+
+
+def _one_chain(args: argparse.Namespace, config: KafkaClientConfig, topics: Topics, selection: Selection) -> int:
+    import json  # noqa: PLC0415
+
+    from ctxbus.core.inspection import render_text  # noqa: PLC0415
+    from ctxbus.replay.chain import read_chain  # noqa: PLC0415
+
+    doc = asyncio.run(read_chain(config, topics, args.correlation_id, selection))
+    if doc is None:
+        print(f"ctxbus replay: no events of chain {args.correlation_id.strip()} in range", file=sys.stderr)
+        return 1
+    text = json.dumps(doc, indent=2) + "\n" if args.format == "json" else render_text(doc) + "\n"
+    if args.output is not None:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -204,7 +240,7 @@ def _backtest(
         pipelines,
         request_window,
     )
-    from ctxbus.replay.render import render_backtest  # noqa: PLC0415
+    from ctxbus.replay.render_backtest import render_backtest  # noqa: PLC0415
     from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
     configure_logging("WARNING", settings.log_format)  # the handlers log every request at info: not here

@@ -10,22 +10,27 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import adversarial_cmds, replay_cmds
+from ctxbus.cli import adversarial_cmds, chaos_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
+from ctxbus.gateway.http import ListenError
 from ctxbus.hooks import ensure_bytecode
-from ctxbus.observability import Metrics, configure_logging
+from ctxbus.observability import Metrics, MetricsListenError, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
-from ctxbus.runtime import NoBroker, RuntimeInfo, kafka_config, read_runtime
+from ctxbus.runtime import NoBroker, RuntimeInfo, clear_stale_runtime, kafka_config, read_runtime
 from ctxbus.settings import Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
+
+if TYPE_CHECKING:
+    from ctxbus.archive.archiver import Archiver
 
 log = structlog.get_logger("ctxbus.cli")
 
@@ -71,16 +76,25 @@ def register(sub: Any) -> None:
     )
     ret.add_argument("--scale", type=int, default=10_000, help="memories in the store for the speed figures")
     ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
+    ret.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="calibrate the relevance floor on one half of the labelled set, judge it on the other (no speed run)",
+    )
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
-    ded = bsub.add_parser("dedupe", help="near-duplicate threshold: precision and recall on labelled pairs")
+    ded = bsub.add_parser("dedupe", help="near-copy clustering threshold: precision and recall on labelled pairs")
     ded.add_argument("--json", action="store_true")
     ded.set_defaults(handler=cmd_bench_dedupe)
     from ctxbus.cli.dashboard_cmds import register_bench as register_dashboard_bench  # noqa: PLC0415
 
     register_dashboard_bench(bsub)
     replay_cmds.register_bench(bsub)
+    from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
+
+    register_outcomes_bench(bsub)
     adversarial_cmds.register_bench(bsub)
+    chaos_cmds.register_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -90,9 +104,11 @@ def _install_signals(stop: asyncio.Event) -> None:
 
 
 async def _create_topics(settings: Settings, config: KafkaClientConfig) -> list[str]:
+    topics = Topics(settings.topic_prefix)
     return await ensure_topics(
         config,
-        Topics(settings.topic_prefix).all(),
+        topics.all(),
+        compacted=(topics.schemas,),
         partitions=settings.kafka.topic_partitions,
         replication=settings.kafka.topic_replication,
     )
@@ -105,6 +121,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     running = read_runtime(settings)
     if running is not None:
         raise CliError(f"a ctxbus stack already runs (pid {running.pid}, broker {running.bootstrap_servers})", 1)
+    cleared = clear_stale_runtime(settings)
+    if cleared:
+        log.warning("stale_runtime", detail=cleared)
     broker: EmbeddedBroker | None = None
     if settings.kafka.embedded:
         try:
@@ -115,16 +134,34 @@ def cmd_up(args: argparse.Namespace) -> int:
     else:
         config = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=False)
     try:
-        return asyncio.run(_up(settings, config, services=() if args.no_services else SERVICES))
-    except (StoreBusy, StoreModelMismatch) as exc:
+        return asyncio.run(
+            _up(
+                settings,
+                config,
+                services=() if args.no_services else SERVICES,
+                broker_pid=broker.pid if broker else None,
+            )
+        )
+    except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
+    except KafkaError as exc:
+        raise CliError(_unreachable(config, exc), 1) from exc
     finally:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
             broker.stop()
 
 
-async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str, ...]) -> int:
+def _unreachable(config: KafkaClientConfig, exc: Exception) -> str:
+    return (
+        f"cannot reach the Kafka cluster at {config.bootstrap_servers}: {exc or type(exc).__name__} "
+        "(check CTXBUS_KAFKA_BOOTSTRAP_SERVERS and the security settings)"
+    )
+
+
+async def _up(
+    settings: Settings, config: KafkaClientConfig, services: tuple[str, ...], broker_pid: int | None = None
+) -> int:
     stop = asyncio.Event()
     _install_signals(stop)
     created = await _create_topics(settings, config)
@@ -147,6 +184,7 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
             gateway_port=gateway,
             topic_prefix=settings.topic_prefix,
             started_at=datetime.now(UTC).isoformat(),
+            broker_pid=broker_pid,
         ).write(settings.runtime_file)
         log.info(
             "stack_up",
@@ -165,6 +203,11 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
             flush=True,
         )
 
+    archiver: Archiver | None = None
+    archiving: asyncio.Task[None] | None = None
+    archive_stop = asyncio.Event()
+    if settings.archive.enabled if settings.archive.enabled is not None else config.embedded:
+        archiver = await _start_archive(settings, config)
     announcer = asyncio.create_task(announce())
     # one set of resources: the gateway serves the Python API on the retriever's embedder and store
     shared = Resources(settings=settings, metrics=metrics)
@@ -173,11 +216,44 @@ async def _up(settings: Settings, config: KafkaClientConfig, services: tuple[str
         tasks.append(
             run_services(services, settings, config, metrics, stop, resources=shared, on_ready=services_ready.set)
         )
+    if archiver is not None:
+        archiving = asyncio.create_task(archiver.run(archive_stop))
     try:
         await asyncio.gather(*tasks)
     finally:
         announcer.cancel()
+        if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
+            archive_stop.set()
+            await archiving
     return 0
+
+
+async def _start_archive(settings: Settings, config: KafkaClientConfig) -> Archiver:
+    """Refill the broker from the archive (history, timestamps, the groups' positions) and make the archiver."""
+    from ctxbus.archive.archiver import Archiver  # noqa: PLC0415
+    from ctxbus.archive.restore import restore  # noqa: PLC0415
+
+    topics, root = Topics(settings.topic_prefix), settings.archive_dir
+    report = await restore(config, topics, root)
+    if report.total or report.skipped_partitions or report.damaged_files:
+        log.info(
+            "archive_restore",
+            records=report.total,
+            by_topic=report.records,
+            groups=report.groups,
+            skipped=report.skipped_partitions,
+            damaged_files=report.damaged_files,
+        )
+        print(f"ctxbus up: restored {report.total} events from {root}", file=sys.stderr, flush=True)
+    return Archiver(
+        config,
+        topics,
+        root,
+        flush_interval_s=settings.archive.flush_interval_ms / 1000.0,
+        offsets_interval_s=settings.archive.offsets_interval_ms / 1000.0,
+        retention_days=settings.archive.retention_days,
+        retention_bytes=settings.archive.retention_bytes,
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -189,8 +265,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
     try:
         return asyncio.run(_run_one(args.service, settings, config))
-    except (StoreBusy, StoreModelMismatch) as exc:
+    except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
+    except KafkaError as exc:
+        raise CliError(_unreachable(config, exc), 1) from exc
 
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
@@ -213,7 +291,10 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
         config = kafka_config(settings)
     except NoBroker as exc:
         raise CliError(str(exc), 1) from exc
-    created = asyncio.run(_create_topics(settings, config))
+    try:
+        created = asyncio.run(_create_topics(settings, config))
+    except KafkaError as exc:
+        raise CliError(_unreachable(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0
@@ -269,7 +350,12 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     from ctxbus.bench import retrieval  # noqa: PLC0415
 
     configure_logging("WARNING")
-    result = retrieval.run(scale=args.scale, rounds=args.rounds, log=lambda m: print(m, file=sys.stderr, flush=True))
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.calibrate:
+        from ctxbus.bench import abstain_calibration  # noqa: PLC0415
+
+        return _emit(args, retrieval.run_calibration(log=log), abstain_calibration.print_report)
+    result = retrieval.run(scale=args.scale, rounds=args.rounds, log=log)
     return _emit(args, result, retrieval.print_report)
 
 

@@ -17,6 +17,7 @@ from ctxbus import __version__
 from ctxbus.contract.payloads import (
     AttemptRecorded,
     ContextInjected,
+    MemoryStored,
     MemoryUpserted,
     OutcomeRecorded,
     RetrievalCompleted,
@@ -24,7 +25,14 @@ from ctxbus.contract.payloads import (
 )
 
 P = TypeVar(
-    "P", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded, MemoryUpserted
+    "P",
+    RetrievalRequested,
+    RetrievalCompleted,
+    ContextInjected,
+    OutcomeRecorded,
+    AttemptRecorded,
+    MemoryUpserted,
+    MemoryStored,
 )
 
 #: Namespace for ids derived from other ids (entity ids, output event ids).
@@ -45,6 +53,7 @@ class EventType:
     OUTCOME_RECORDED = "context.outcome.recorded"
     ATTEMPT_RECORDED = "agent.attempt.recorded"
     MEMORY_UPSERTED = "memory.upserted"
+    MEMORY_STORED = "memory.stored"
 
 
 #: event type -> payload model
@@ -55,16 +64,18 @@ PAYLOAD_TYPES: dict[str, type[BaseModel]] = {
     EventType.OUTCOME_RECORDED: OutcomeRecorded,
     EventType.ATTEMPT_RECORDED: AttemptRecorded,
     EventType.MEMORY_UPSERTED: MemoryUpserted,
+    EventType.MEMORY_STORED: MemoryStored,
 }
 _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.items()}
 #: event type -> the schema version this code writes (checked against schemas/registry.json)
 CURRENT_SCHEMA_VERSION: dict[str, int] = {
-    EventType.RETRIEVAL_REQUESTED: 2,
-    EventType.RETRIEVAL_COMPLETED: 2,
-    EventType.CONTEXT_INJECTED: 2,
+    EventType.RETRIEVAL_REQUESTED: 3,
+    EventType.RETRIEVAL_COMPLETED: 3,
+    EventType.CONTEXT_INJECTED: 3,
     EventType.OUTCOME_RECORDED: 1,
-    EventType.ATTEMPT_RECORDED: 1,
+    EventType.ATTEMPT_RECORDED: 2,
     EventType.MEMORY_UPSERTED: 2,
+    EventType.MEMORY_STORED: 1,
 }
 
 
@@ -151,7 +162,14 @@ class Envelope(BaseModel, Generic[P]):
 
 
 P2 = TypeVar(
-    "P2", RetrievalRequested, RetrievalCompleted, ContextInjected, OutcomeRecorded, AttemptRecorded, MemoryUpserted
+    "P2",
+    RetrievalRequested,
+    RetrievalCompleted,
+    ContextInjected,
+    OutcomeRecorded,
+    AttemptRecorded,
+    MemoryUpserted,
+    MemoryStored,
 )
 
 AnyEnvelope = (
@@ -161,4 +179,5 @@ AnyEnvelope = (
     | Envelope[OutcomeRecorded]
     | Envelope[AttemptRecorded]
     | Envelope[MemoryUpserted]
+    | Envelope[MemoryStored]
 )

@@ -80,6 +80,10 @@ class RetrievalRequested(_Payload):
     include: dict[str, bool] = Field(default_factory=dict, max_length=len(SECTIONS))
     #: also answer with seed 001's prime_context JSON document (``ContextInjected.prime``)
     prime: bool = False
+    #: with ``domain``: only items of that domain are candidates (a soft boost otherwise)
+    strict_domain: bool = False
+    #: when the asker stops waiting: a request read after it is answered at once as expired
+    deadline: AwareDatetime | None = None
 
     @field_validator("include")
     @classmethod
@@ -114,6 +118,10 @@ class RankedItem(_Payload):
     session_id: str | None = None
     severity: str | None = None
     mitigation: str | None = None
+    #: the near-duplicate cluster the item belongs to (near copies stay separate items, linked by it)
+    cluster_id: str | None = Field(default=None, max_length=200)
+    #: near copies of this item (same cluster) left out of this context in its favour
+    collapsed_ids: tuple[str, ...] = Field(default=(), max_length=MAX_PATTERN_COUNT * 10)
 
 
 class RetrievalCompleted(_Payload):
@@ -130,6 +138,10 @@ class RetrievalCompleted(_Payload):
     fingerprint: str | None = None
     fingerprint_components: dict[str, str] = Field(default_factory=dict)
     notices: tuple[str, ...] = ()
+    #: the domain the ranking used (the request's, or one detected from the prompt and files)
+    domain: str | None = Field(default=None, max_length=200)
+    #: where ``domain`` came from: ``request`` or ``detected`` (None: no domain)
+    domain_source: str | None = Field(default=None, max_length=50)
 
 
 class ContextInjected(_Payload):
@@ -206,6 +218,34 @@ class MemoryUpserted(_Payload):
     """Memory items to add or replace; each is a ``MemoryItem`` (the Avro ``MemoryRecord``)."""
 
     items: tuple[MemoryItem, ...] = Field(min_length=1, max_length=MAX_ITEMS_PER_UPSERT)
+
+
+class MemoryAction(StrEnum):
+    """What the store's owner did with one incoming memory item."""
+
+    ADDED = "added"
+    REPLACED = "replaced"
+    MERGED = "merged"
+    REJECTED = "rejected"
+
+
+class MemoryStoreResult(_Payload):
+    id: str = Field(min_length=1)
+    project: str = Field(min_length=1)
+    action: MemoryAction = MemoryAction.ADDED
+    #: merged: the id of the existing item it was merged into
+    into: str | None = None
+    #: the near-duplicate cluster the item joined
+    cluster_id: str | None = None
+    reason: str | None = Field(default=None, max_length=2_000)
+
+
+class MemoryStored(_Payload):
+    """The answer to a ``MemoryUpserted`` event (its causation id): its items are searchable now."""
+
+    results: tuple[MemoryStoreResult, ...] = Field(max_length=MAX_ITEMS_PER_UPSERT)
+    #: ids newly marked superseded by these items
+    superseded: tuple[str, ...] = ()
 
 
 class DeadLetter(_Payload):

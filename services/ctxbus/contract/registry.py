@@ -79,6 +79,24 @@ class SchemaRegistry:
         except KeyError:
             raise UnknownSchema(f"no schema for event type {event_type!r}") from None
 
+    def learn(self, entry: SchemaEntry) -> bool:
+        """Know a schema id published by another producer (the schemas topic), to read its records with.
+
+        Never changes what this code writes (``current``), and never replaces an id it already knows.
+        Returns whether the id was new.
+        """
+        if entry.schema_id in self._by_id:
+            return False
+        self._by_id[entry.schema_id] = entry
+        return True
+
+    def has_id(self, schema_id: int) -> bool:
+        return schema_id in self._by_id
+
+    def knows(self, event_type: str) -> bool:
+        """Whether this code has a schema for ``event_type`` (an unknown id of a known type is a newer one)."""
+        return event_type in self._current
+
     def entries(self) -> list[SchemaEntry]:
         return sorted(self._by_id.values(), key=lambda e: e.schema_id)
 

@@ -21,8 +21,9 @@ from ctxbus.contract.registry import SchemaRegistry, UnknownSchema, default_regi
 
 MAGIC_BYTE = 0
 _FRAME = struct.Struct(">bI")
-#: Largest event accepted, in bytes (larger ones are poison, not processed).
-DEFAULT_MAX_EVENT_BYTES = 1_000_000
+#: Largest event accepted, in bytes (larger ones are poison, not processed): Kafka's default record
+#: limit, the most a ctxbus producer sends (CTXBUS_KAFKA_MAX_RECORD_BYTES), so whatever it sends is read.
+DEFAULT_MAX_EVENT_BYTES = 1_048_576
 DEAD_LETTER_TYPE = "deadletter"
 
 HEADER_EVENT_TYPE = "ctxbus-event-type"

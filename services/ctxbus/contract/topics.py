@@ -36,6 +36,15 @@ class Topics:
         return f"{self.prefix}.memory.upserted.v1"
 
     @property
+    def memory_stored(self) -> str:
+        return f"{self.prefix}.memory.stored.v1"
+
+    @property
+    def schemas(self) -> str:
+        """Compacted, one partition: the schema documents producers announce (adapters.kafka.schemas_topic)."""
+        return f"{self.prefix}.schemas"
+
+    @property
     def dead_letter(self) -> str:
         return f"{self.prefix}.deadletter.v1"
 
@@ -47,5 +56,11 @@ class Topics:
             self.outcome_recorded,
             self.attempt_recorded,
             self.memory_upserted,
+            self.memory_stored,
             self.dead_letter,
+            self.schemas,
         )
+
+    def event_topics(self) -> tuple[str, ...]:
+        """The topics that carry events (every topic but the schemas topic)."""
+        return tuple(t for t in self.all() if t != self.schemas)

@@ -1,7 +1,7 @@
 """The agent state document an orchestrator holds about a running agent, read tolerantly (pure).
 
-Messages, cycle analysis, health metrics with cycle times, quality-gate results, the agent's
-output flags, a pending handoff and architecture/sprint hints; unknown keys are kept, every
+Messages, decisions, cycle analysis, health metrics with cycle times, quality-gate results, the
+agent's output flags, a pending handoff and architecture/sprint hints; unknown keys are kept, every
 section is optional, and :func:`parse_state` names the field when something is wrong.
 """
 
@@ -48,6 +48,10 @@ class StateError(ValueError):
 
 def _list_or_empty(value: Any) -> Any:
     return [] if value is None else value
+
+
+def _as_list(value: Any) -> Any:
+    return [] if value is None else value if isinstance(value, list) else [value]
 
 
 def needs(value: bool | str | list[str]) -> tuple[bool, tuple[str, ...]]:
@@ -138,6 +142,8 @@ class Hints(_Section):
 
 MessageList = Annotated[list[Message], BeforeValidator(_list_or_empty)]
 Gates = Annotated[list[GateResult], BeforeValidator(_list_or_empty)]
+#: the state's decisions: texts or objects (``summary``/``decision``/``title``..., ``agent``), any shape kept
+Decisions = Annotated[list[Any], BeforeValidator(_as_list)]
 
 
 class AgentState(_Section):
@@ -151,6 +157,7 @@ class AgentState(_Section):
     task_type: TaskType | None = None
     domain: str | None = None
     messages: MessageList = Field(default_factory=list)
+    decisions: Decisions = Field(default_factory=list)
     cycle_analysis: CycleAnalysis | None = None
     health_metrics: HealthMetrics | None = Field(
         default=None, validation_alias=AliasChoices("health_metrics", "health_status")

@@ -1,23 +1,36 @@
 """The markdown context handed to an agent, built from ranked items within a budget.
 
 Sections by kind (patterns in seed 002's format first), items in rank order
-inside each. Both budgets hold: never more than ``max_chars`` characters nor
-``max_tokens`` tokens (by the counter given). Whole items only: one that does
-not fit is skipped and a smaller one after it may still fit; only when not even
-the best item fits is its text cut at a word boundary, with a visible marker,
-so an injection is not empty when there was something to say (unless the
-budget cannot hold even a useful piece of the best item, and then
-``empty_reason`` says so). Every input item is either included or listed in
-``skipped`` with its reason.
+inside each, the task-aware suggested approach (``ctxbus.core.approach``) first
+when asked. Both budgets hold: never more than ``max_chars`` characters nor
+``max_tokens`` tokens (by the counter given).
+
+Which items go in is the profile's budget plan (``ctxbus.core.budget``): the
+preserved items first, then the others within their tier's share of the budget,
+then the rest of any share to the items their tier kept out; an item that does
+not fit whole is shortened when the profile allows compression, else skipped (a
+smaller one after it may still fit). Without a plan the budget is one pool and
+items go in whole. When the suggested approach leaves no room for even one item,
+the approach is left out (``approach_dropped``): the items are the substance.
+Only when not even the best item fits is its text cut at a
+word boundary, with a visible marker, so an injection is not empty when there
+was something to say (unless the budget cannot hold even a useful piece of the
+best item, and then ``empty_reason`` says so). Every input item is either
+included or listed in ``skipped`` with its reason; ``budget_report`` says what
+each tier got and used, what was preserved, shortened and left out.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from ctxbus.contract.payloads import TaskType
 from ctxbus.core.approach import NO_APPROACH, Approach, suggest
+from ctxbus.core.budget import OVER_BUDGET, TIER_BUDGET, WHOLE_BUDGET, BudgetPlan, Placement, TierUse, place
 from ctxbus.core.ranking import RankedHit
 from ctxbus.core.sections import is_cautionary, mitigation, section_of, severity
 from ctxbus.core.tokens import estimate_tokens
@@ -34,8 +47,8 @@ TRUNCATION_MARKER = " …(truncated)"
 #: smallest useful piece of a truncated item's text, in characters
 MIN_TRUNCATED_CHARS = 20
 
-#: Reasons in ``Assembly.skipped`` and ``Assembly.empty_reason``.
-OVER_BUDGET = "over_budget"
+#: Reasons in ``Assembly.skipped`` and ``Assembly.empty_reason`` (also OVER_BUDGET, TIER_BUDGET).
+BUDGET_REASONS = (OVER_BUDGET, TIER_BUDGET)
 DUPLICATE = "duplicate"
 NO_ITEMS = "no_items"
 BUDGET_TOO_SMALL = "budget_too_small"
@@ -65,8 +78,8 @@ class Assembly:
     """The context to inject and how it was made.
 
     ``item_ids`` in rank order (the text groups them by kind); ``skipped`` holds (id, reason) for every
-    input item left out; ``truncated`` is true when the one item shown was cut;
-    ``empty_reason`` says why ``text`` is empty (``no_items``, ``budget_too_small``).
+    input item left out; ``truncated`` is true when the one item shown was cut; ``compressed`` names
+    the items shortened to fit; ``empty_reason`` says why ``text`` is empty (``no_items``, ``budget_too_small``).
     """
 
     text: str
@@ -78,8 +91,38 @@ class Assembly:
     empty_reason: str | None = None
     #: the suggested approach built from the chosen items (empty steps when not asked or nothing actionable)
     approach: Approach = NO_APPROACH
-    #: the chosen items themselves, in rank order (a truncated item with its cut content)
+    #: the chosen items themselves, in rank order (a truncated or shortened item with its cut content)
     items: tuple[MemoryItem, ...] = ()
+    #: ids of the items compression shortened to fit
+    compressed: tuple[str, ...] = ()
+    #: ids of the candidates the profile preserves (placed first, whatever their tier)
+    preserved: tuple[str, ...] = ()
+    #: each tier's weight, share of the item budget, use and item count (empty without tier weights)
+    tiers: tuple[TierUse, ...] = ()
+    #: the budget for items, in tokens, once headers and the approach are set aside (None: one pool)
+    item_budget: int | None = None
+    #: the profile whose plan spent the budget (None: one pool)
+    profile: str | None = None
+    #: the suggested approach was asked for but left out: with it not even one item fitted
+    approach_dropped: bool = False
+
+    @property
+    def shortened(self) -> bool:
+        """Whether any text in the context was cut or compressed."""
+        return self.truncated or bool(self.compressed)
+
+    def budget_report(self) -> dict[str, Any]:
+        """What the budget did, as JSON-able values: tiers, preserved, compressed, left out and why."""
+        return {
+            "profile": self.profile,
+            "item_budget": self.item_budget,
+            "tiers": [t.as_dict() for t in self.tiers],
+            "preserved": list(self.preserved),
+            "compressed": list(self.compressed),
+            "truncated": self.truncated,
+            "approach_dropped": self.approach_dropped,
+            "left_out": [{"id": i, "reason": r} for i, r in self.skipped],
+        }
 
 
 def pattern_block(item: MemoryItem) -> list[str]:
@@ -140,11 +183,11 @@ def item_block(item: MemoryItem) -> list[str]:
     return warning_block(item) if is_cautionary(item) else generic_block(item)
 
 
-def render(items: Sequence[MemoryItem], *, approach: bool = False) -> str:
-    """Markdown for ``items``: the suggested approach (when asked and there is one), then one section per
-    kind, in the order of SECTION_TITLES."""
+def render(items: Sequence[MemoryItem], *, approach: bool = False, task_type: TaskType | None = None) -> str:
+    """Markdown for ``items``: the suggested approach for the task type (when asked and there is one),
+    then one section per kind, in the order of SECTION_TITLES."""
     out: list[str] = []
-    steps = suggest(items).text if approach else ""
+    steps = suggest(items, task_type).text if approach else ""
     if steps:
         out.extend([APPROACH_TITLE, "", steps, ""])
     for kind, title in SECTION_TITLES.items():
@@ -163,7 +206,7 @@ def _fits(text: str, max_chars: int, max_tokens: int, count: TokenCounter) -> bo
 
 
 def _cut_to_fit(
-    item: MemoryItem, max_chars: int, max_tokens: int, count: TokenCounter, approach: bool
+    item: MemoryItem, max_chars: int, max_tokens: int, count: TokenCounter, approach: bool, task_type: TaskType | None
 ) -> MemoryItem | None:
     """The item with its content cut at a word boundary so that it fits, or None if nothing useful fits.
 
@@ -174,13 +217,59 @@ def _cut_to_fit(
     while lo <= hi:  # the longest prefix of whole words that fits
         mid = (lo + hi) // 2
         candidate = item.model_copy(update={"content": item.content[: ends[mid - 1]] + TRUNCATION_MARKER})
-        if _fits(render([candidate], approach=approach), max_chars, max_tokens, count):
+        if _fits(render([candidate], approach=approach, task_type=task_type), max_chars, max_tokens, count):
             best, lo = candidate, mid + 1
         else:
             hi = mid - 1
     if best is None or len(best.content) - len(TRUNCATION_MARKER) < MIN_TRUNCATED_CHARS:
         return None
     return best
+
+
+class _Units:
+    """An item's share of the budget: its tokens, or its characters at the budget's token-per-character
+    ratio when that is more (so the tighter of the two budgets is the one shared out)."""
+
+    def __init__(self, max_chars: int, max_tokens: int, count: TokenCounter) -> None:
+        self._ratio = max_tokens / max_chars
+        self._count = count
+
+    def __call__(self, text: str) -> int:
+        return max(self._count(text), math.ceil(len(text) * self._ratio))
+
+
+def _item_budget(
+    items: Sequence[MemoryItem], max_tokens: int, units: _Units, approach: bool, task_type: TaskType | None
+) -> int:
+    """The budget left for items once their section titles and the approach (from all candidates) are set aside."""
+    kinds = {shown_as(i) for i in items}
+    overhead = [SECTION_TITLES[k] for k in SECTION_TITLES if k in kinds]
+    steps = suggest(items, task_type).text if approach else ""
+    if steps:
+        overhead.extend([APPROACH_TITLE, steps])
+    return max(0, max_tokens - units("\n\n".join(overhead) + "\n" * (2 * len(items))))
+
+
+class _LineSums:
+    """A text's tokens as the sum of its lines' tokens, each distinct line counted once.
+
+    Exact for counters additive over lines, as the model's WordPiece tokenizer (it splits on
+    whitespace first) and ``estimate_tokens`` are; assembly tries many texts that share most lines,
+    so this counts each line once instead of every text whole.
+    """
+
+    def __init__(self, count: TokenCounter) -> None:
+        self._count = count
+        self._memo: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        total = 0
+        for line in text.split("\n"):
+            known = self._memo.get(line)
+            if known is None:
+                known = self._memo[line] = self._count(line)
+            total += known
+        return total
 
 
 def assemble(
@@ -191,19 +280,44 @@ def assemble(
     count_tokens: TokenCounter = estimate_tokens,
     include: Callable[[str], bool] | None = None,
     approach: bool = False,
+    task_type: TaskType | None = None,
+    budget: BudgetPlan = WHOLE_BUDGET,
 ) -> Assembly:
-    """The markdown for ``ranked`` (best first) within both budgets; see the module docstring.
+    """The markdown for ``ranked`` (in the order to try them) within both budgets; see the module docstring.
 
     ``include`` says which sections (``ctxbus.core.sections``: principles, patterns, learnings,
-    warnings, reference) are wanted (default: all); ``approach`` adds seed 001's suggested approach,
-    built from the chosen items and counted in the budget.
+    warnings, reference) are wanted (default: all); ``approach`` adds seed 001's suggested approach
+    for ``task_type``, built from the chosen items and counted in the budget; ``budget`` is the
+    profile's plan (tier weights, how many of the first items are preserved, compression).
+
+    The choices are made counting tokens line by line (``_LineSums``); the result is counted whole
+    with ``count_tokens``, and should a counter that is not additive over lines put it over the
+    budget, the choices are made again counting every text whole.
     Raises ValueError when a budget is not positive.
     """
     if max_chars <= 0 or max_tokens <= 0:
         raise ValueError("max_chars and max_tokens must be positive")
+    options = (max_chars, max_tokens, include, approach, task_type, budget)
+    result = _assemble(ranked, _LineSums(count_tokens), *options)
+    tokens = count_tokens(result.text)
+    if tokens > max_tokens:
+        result = _assemble(ranked, count_tokens, *options)
+        tokens = count_tokens(result.text)
+    return replace(result, tokens=tokens)
+
+
+def _assemble(
+    ranked: Sequence[RankedHit],
+    count_tokens: TokenCounter,
+    max_chars: int,
+    max_tokens: int,
+    include: Callable[[str], bool] | None,
+    approach: bool,
+    task_type: TaskType | None,
+    budget: BudgetPlan,
+) -> Assembly:
     if not ranked:
         return Assembly("", (), 0, 0, empty_reason=NO_ITEMS)
-    chosen: list[MemoryItem] = []
     skipped: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
     wanted: list[RankedHit] = []
@@ -214,23 +328,53 @@ def assemble(
             wanted.append(hit)
     if not wanted:
         return Assembly("", (), 0, 0, skipped=tuple(skipped), empty_reason=ALL_SECTIONS_EXCLUDED)
+    preserved_keys = {(h.item.project, h.item.id) for h in ranked[: budget.preserve]}
+    distinct: list[RankedHit] = []
     for hit in wanted:
         key = (hit.item.project, hit.item.id)
         if key in seen:
             skipped.append((hit.item.id, DUPLICATE))
-            continue
-        seen.add(key)
-        if _fits(render([*chosen, hit.item], approach=approach), max_chars, max_tokens, count_tokens):
-            chosen.append(hit.item)
         else:
-            skipped.append((hit.item.id, OVER_BUDGET))
+            seen.add(key)
+            distinct.append(hit)
+    # the preserved candidates first (the retriever already puts them there), each once
+    ordered = [h for h in distinct if (h.item.project, h.item.id) in preserved_keys]
+    kept = len(ordered)
+    ordered += [h for h in distinct if (h.item.project, h.item.id) not in preserved_keys]
+    units = _Units(max_chars, max_tokens, count_tokens)
+
+    def place_all(with_approach: bool) -> Placement:
+        def fits(items: Sequence[MemoryItem]) -> bool:
+            text = render(items, approach=with_approach, task_type=task_type)
+            return _fits(text, max_chars, max_tokens, count_tokens)
+
+        return place(
+            ordered,
+            replace(budget, preserve=kept),
+            item_budget=_item_budget([h.item for h in ordered], max_tokens, units, with_approach, task_type),
+            cost=lambda item: units("\n".join(item_block(item))),
+            fits=fits,
+        )
+
+    placement = place_all(approach)
+    approach_dropped = False
+    if approach and not placement.chosen:  # the items are the substance: the approach gives way first
+        without = place_all(False)
+        if without.chosen:
+            placement, approach, approach_dropped = without, False, True
+    skipped.extend((ordered[i].item.id, reason) for i, reason in placement.skipped)
+    chosen = [item for _, item in placement.chosen]
     truncated = False
     if not chosen:
-        first = _cut_to_fit(wanted[0].item, max_chars, max_tokens, count_tokens, approach)
+        first = _cut_to_fit(ordered[0].item, max_chars, max_tokens, count_tokens, approach, task_type)
         if first is not None:
             chosen, truncated = [first], True
-            skipped.remove((first.id, OVER_BUDGET))  # the first entry: wanted[0] was tried first
-    text = render(chosen, approach=approach)
+            skipped.remove(next(s for s in skipped if s[0] == first.id and s[1] in BUDGET_REASONS))
+    rank: dict[tuple[str, str], int] = {}
+    for n, hit in enumerate(ranked):
+        rank.setdefault((hit.item.project, hit.item.id), n)
+    chosen.sort(key=lambda i: rank[(i.project, i.id)])
+    text = render(chosen, approach=approach, task_type=task_type)
     return Assembly(
         text=text,
         item_ids=tuple(i.id for i in chosen),
@@ -239,6 +383,12 @@ def assemble(
         skipped=tuple(skipped),
         truncated=truncated,
         empty_reason=None if chosen else BUDGET_TOO_SMALL,
-        approach=suggest(chosen) if approach else NO_APPROACH,
+        approach=suggest(chosen, task_type) if approach else NO_APPROACH,
         items=tuple(chosen),
+        compressed=placement.compressed,
+        preserved=placement.preserved,
+        tiers=placement.tiers,
+        item_budget=placement.item_budget,
+        profile=budget.profile,
+        approach_dropped=approach_dropped,
     )

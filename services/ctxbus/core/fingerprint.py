@@ -4,10 +4,11 @@ Emitted with every completion so that outcomes can later be correlated with the
 context mix. ``fingerprint`` returns a ``ContextFingerprint``: ``components``
 holds seed 004's fields (mode, complexity, file count, files hash, profile,
 tokens, kinds, compression, tier counts, tags) plus kind counts, kind and tier
-shares, the token bucket, the profile's overrides and a digest of its settings; ``hash`` is a sha256
-prefix over the coarse ones only (``HASHED_COMPONENTS``: the mix, not the exact
-counts nor the files), so similar contexts share a fingerprint and can be
-grouped.
+shares, the token bucket, the profile's overrides and a digest of its settings, the domain (where it
+came from, whether it was strict) and the task type's profile (name and a digest of its settings);
+``hash`` is a sha256 prefix over the coarse ones only (``HASHED_COMPONENTS``: the mix, not the exact
+counts, the files nor the domain, which say what the task is about like the files do; the task type
+is hashed as ``mode``), so similar contexts share a fingerprint and can be grouped.
 
 Everything is derived from counts, sets and sorted lists: no randomness, no
 clock, and the order of the items (and of the mentioned files and tags) does
@@ -27,6 +28,7 @@ from ctxbus.contract.payloads import TaskType
 from ctxbus.core.policy import item_tier
 from ctxbus.core.profiles import ContextProfile, Tier, profile_settings
 from ctxbus.core.ranking import RankedHit
+from ctxbus.core.task_profiles import TaskTypeProfile
 from ctxbus.core.tokens import estimate_tokens
 from ctxbus.memory.model import MemoryItem
 
@@ -87,10 +89,14 @@ def files_hash(files: Iterable[str]) -> str:
     return hashlib.md5(joined.encode("utf-8"), usedforsecurity=False).hexdigest()[:FILES_HASH_HEX_CHARS]
 
 
+def _digest(settings: Mapping[str, object]) -> str:
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:PROFILE_DIGEST_HEX_CHARS]
+
+
 def profile_digest(profile: ContextProfile) -> str:
     """A short hash of every setting of the profile, so an overridden profile fingerprints apart."""
-    canonical = json.dumps(profile_settings(profile), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:PROFILE_DIGEST_HEX_CHARS]
+    return _digest(profile_settings(profile))
 
 
 def token_bucket(tokens: int) -> str:
@@ -128,6 +134,10 @@ def fingerprint(
     tags: Sequence[str] = (),
     task_id: str | None = None,
     count_tokens: Callable[[str], int] = estimate_tokens,
+    domain: str | None = None,
+    domain_source: str | None = None,
+    strict_domain: bool = False,
+    task_profile: TaskTypeProfile | None = None,
 ) -> ContextFingerprint:
     """The fingerprint of the context built for a request.
 
@@ -165,5 +175,10 @@ def fingerprint(
         "tier_shares": _shares(tier_counts_all, len(memory)),
         "compression": round(compression_ratio, COMPRESSION_DIGITS),
         "tags": sorted({t.strip().lower() for t in tags if t.strip()}),
+        "domain": domain,
+        "domain_source": domain_source,
+        "strict_domain": strict_domain,
+        "task_profile": task_profile.name if task_profile is not None else None,
+        "task_profile_digest": _digest(task_profile.settings()) if task_profile is not None else None,
     }
     return ContextFingerprint(hash=_hash(components), components=components)

@@ -27,6 +27,18 @@ Re-scoring (``apply_plan``), with every part added to the breakdown::
 Seed 004 filters to preferred kinds; ctxbus prefers them instead (a boost), so
 a profile whose preferred kinds ctxbus does not store still gets context.
 Excluded kinds and items under the minimum importance are dropped.
+
+The agent profile and the task type's profile (``ctxbus.core.task_profiles``, seed 001)
+combine in this order, each step's parts in the item's breakdown:
+
+1. the agent profile bounds what may be fetched (excluded kinds, minimum importance), and a
+   strict domain keeps to that domain (store-side filters);
+2. the task type adds a prefetch of the kinds it wants, within what the agent profile allows
+   (``prefetch_kinds``; an agent's excluded kind is never fetched, whatever the task wants);
+3. the ranking scores relevance and priors (``ctxbus.core.ranking``);
+4. the task type's factor multiplies that score (``ranking_total * task_factor``);
+5. the agent profile re-scores the result (``rescore`` below: its ``base`` is step 4's score) and
+   the cap applies; assembly order preserves head and tail; the task type's example count applies.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from ctxbus.contract.payloads import TaskType
 from ctxbus.core.bounds import MAX_MENTIONED_FILES, MAX_PATH_CHARS, MENTION_SCAN_CHARS, prefix
 from ctxbus.core.profiles import ContextProfile, Tier
 from ctxbus.core.ranking import RankedHit
+from ctxbus.core.task_profiles import GENERAL_PROFILE, TaskTypeProfile
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind
 
 
@@ -257,6 +270,9 @@ class RetrievalPlan:
     compression_allowed: bool = True
     compression_ratio: float = 0.0
     overrides: tuple[str, ...] = ()
+    #: the task type's profile (``general``: none) and the kinds it prefetches (empty: no prefetch)
+    task_profile: TaskTypeProfile = GENERAL_PROFILE
+    prefetch_kinds: frozenset[MemoryKind] = frozenset()
 
 
 def plan_retrieval(
@@ -267,8 +283,10 @@ def plan_retrieval(
     *,
     max_items: int = DEFAULT_MAX_ITEMS,
     task_id: str | None = None,
+    task_profile: TaskTypeProfile = GENERAL_PROFILE,
 ) -> RetrievalPlan:
-    """The plan for one request: the profile's preferences, weights for the task mode, the files mentioned.
+    """The plan for one request: the profile's preferences, weights for the task mode, the files mentioned,
+    and the task type's prefetch (its wanted kinds the profile does not exclude).
 
     ``mentioned_files`` (from the request) come first, then files found in ``request_text``;
     the item cap is the smaller of ``max_items`` and the profile's own, if it has one.
@@ -295,6 +313,8 @@ def plan_retrieval(
         compression_allowed=profile.allow_compression,
         compression_ratio=profile.compression_aggressiveness,
         overrides=profile.overrides,
+        task_profile=task_profile,
+        prefetch_kinds=task_profile.wanted_kinds - profile.excluded_kinds,
     )
 
 

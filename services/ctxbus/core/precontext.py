@@ -22,6 +22,23 @@ END_LINE = "--- END CONTEXT ---"
 LOOP_LINE = "Task appears stuck in validation loop - try different approach"
 #: attempts with the same first error that make a loop
 LOOP_LENGTH = 3
+#: the project of attempts recorded without one (``ctxbus attempt record`` / ``ctxbus precontext``'s
+#: default, and the project given to attempts stored before attempts were keyed by project)
+DEFAULT_PROJECT = "default"
+
+#: how a task ends, by the outcome recorded for it (scope ``task``): any task outcome ends the task's
+#: pre-context; a successful or partial one completes it, a failed or unknown one abandons it
+TASK_END_STATES: dict[str, str] = {
+    "successful": "completed",
+    "partial": "completed",
+    "failed": "abandoned",
+    "unknown": "abandoned",
+}
+
+
+def task_end_state(outcome: str) -> str:
+    """``completed`` or ``abandoned`` for a task outcome (anything unrecognised abandons)."""
+    return TASK_END_STATES.get(outcome, "abandoned")
 
 
 class PreContextType(StrEnum):
@@ -112,8 +129,15 @@ def loop_detected(attempts: Sequence[AttemptRecord]) -> bool:
 
 def _bounded(lines: list[str], policy: PreContextPolicy) -> str:
     if len(lines) > policy.max_lines:
-        lines = [*lines[: policy.max_lines - 1], TRUNCATED_LINE]
+        kept = lines[: policy.max_lines - 1]
+        while len(kept) > 1 and kept[-1].endswith(":"):  # never a list's heading without its list
+            kept.pop()
+        lines = [*kept, TRUNCATED_LINE]
     return "\n".join(lines) + "\n"
+
+
+def _latest_error(attempts: Sequence[AttemptRecord]) -> str:
+    return next((_first_error(a) for a in reversed(attempts) if a.validation_errors), "")
 
 
 def circuit_breaker_context(
@@ -123,38 +147,65 @@ def circuit_breaker_context(
     provider: str | None = None,
     reason: str | None = None,
 ) -> str:
-    """--- PROVIDER SWITCH CONTEXT ---: what the provider that just failed had done."""
+    """--- PROVIDER SWITCH CONTEXT ---: what the provider that just failed had done.
+
+    The failed provider is the one named (the request's ``failed_provider``), else the last attempt's.
+    Its own attempts are described (files of all of them, its latest validation error); a provider
+    with no recorded attempt is still named, and the task's other attempts are shown as earlier
+    attempts, never as its own.
+    """
     if not attempts:
         return ""
-    last = attempts[-1]
-    failed = provider or last.provider
-    why = reason or last.exit_reason or "unknown_error"
+    failed = provider or attempts[-1].provider
+    own = [a for a in attempts if a.provider == failed]
+    scope = own or list(attempts)
+    why = reason or next((a.exit_reason for a in reversed(own) if a.exit_reason), None) or "unknown_error"
+    label = "Earlier attempts" if not own else "Previous attempt" if len(own) == 1 else "Previous attempts"
+    created = _unique(f for a in scope for f in a.files_created)
+    updated = _unique(f for a in scope for f in a.files_updated if f not in created)
     lines = ["--- PROVIDER SWITCH CONTEXT ---", f"Previous provider ({failed}) failed: {why}"]
-    if last.files_created:
-        lines.append(f"Previous attempt created: {_files(last.files_created, policy.max_files)}")
-    if last.files_updated:
-        lines.append(f"Previous attempt modified: {_files(last.files_updated, policy.max_files)}")
-    if _first_error(last):
-        lines.append(f'Validation error: "{_cut(_first_error(last), policy)}"')
+    if created:
+        lines.append(f"{label} created: {_files(created, policy.max_files)}")
+    if updated:
+        lines.append(f"{label} modified: {_files(updated, policy.max_files)}")
+    error = _latest_error(scope)
+    if error:
+        lines.append(f'Validation error: "{_cut(error, policy)}"')
     lines.append(f"Continue from where {failed} left off. Avoid recreating existing files.")
     lines.append(END_LINE)
     return _bounded(lines, policy)
 
 
 def retry_context(attempts: Sequence[AttemptRecord], policy: PreContextPolicy) -> str:
-    """--- RETRY CONTEXT ---: the last attempt's validation failures and what exists already."""
+    """--- RETRY CONTEXT ---: the last attempt's validation failures and what exists already.
+
+    When the last attempt has no validation errors (it crashed, timed out or completed), the line says
+    how it ended, and the latest earlier validation failures follow under their own heading, if any.
+    """
     if not attempts:
         return ""
     last = attempts[-1]
-    lines = ["--- RETRY CONTEXT ---", f"Attempt #{last.attempt_number + 1} - Previous validation failures:"]
-    lines.extend(f"- {_cut(error, policy)}" for error in last.validation_errors[: policy.max_errors])
+    number = last.attempt_number + 1
+    failing = last if last.validation_errors else next((a for a in reversed(attempts) if a.validation_errors), None)
+    if failing is last:
+        lines = ["--- RETRY CONTEXT ---", f"Attempt #{number} - Previous validation failures:"]
+    else:
+        ended = f"Attempt #{number} - previous attempt {last.status.value}"
+        lines = ["--- RETRY CONTEXT ---", ended + (f": {last.exit_reason}" if last.exit_reason else "")]
+        if failing is not None:
+            lines.append(f"Last validation failures (attempt {failing.attempt_number}):")
+    if failing is not None:
+        lines.extend(f"- {_cut(error, policy)}" for error in failing.validation_errors[: policy.max_errors])
     created = _unique(f for a in attempts for f in a.files_created)
     updated = _unique(f for a in attempts for f in a.files_updated if f not in created)
     if created:
         lines.append(f"Already created: {_files(created, policy.max_files)}")
     if updated:
         lines.append(f"Already modified: {_files(updated, policy.max_files)}")
-    lines.append("Focus on fixing validation failures listed above.")
+    if failing is not None:
+        lines.append("Focus on fixing validation failures listed above.")
+    else:
+        lines.append("Continue from the previous attempt's work. Avoid recreating existing files.")
     lines.append(END_LINE)
     return _bounded(lines, policy)
 

@@ -4,9 +4,13 @@ Shape (seed 001, plus ids and a little more): ``task_context`` (task type and it
 domain, relevance score, profile, fingerprint), ``principles``, ``patterns``, ``learnings``,
 ``warnings`` (each with severity and mitigation; failed or partial sessions' learnings as
 "Past issue: ..."), ``reference`` (decisions, conventions, code and test references),
-``suggested_approach`` and ``token_count`` (of the markdown context the same items make, counted
-by the counter the injector uses). Lists hold exactly the items the budget admitted, best first;
-a section switched off is an empty list.
+``suggested_approach`` (the task-aware steps of ``ctxbus.core.approach``; ``approach_steps`` pairs
+each step with the item it quotes, null for the task type's own step) and ``token_count`` (of the
+markdown context the same items make, counted by the counter the injector uses). Lists hold exactly
+the items the budget admitted, best first (a shortened item with its shortened text); a section
+switched off is an empty list. ``budget`` (when given) says how the profile spent the budget: each
+tier's weight, share and use, the preserved items, the compressed ones, and every item left out
+with its reason.
 """
 
 from __future__ import annotations
@@ -105,6 +109,7 @@ def prime_document(
     token_count: int,
     truncated: bool = False,
     empty_reason: str | None = None,
+    budget: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The document for ``items`` (the injected ones, best first); ``scores`` by (project, id)."""
     doc: dict[str, Any] = {
@@ -126,6 +131,8 @@ def prime_document(
     doc["token_count"] = token_count
     doc["truncated"] = truncated
     doc["empty_reason"] = empty_reason
+    if budget is not None:
+        doc["budget"] = dict(budget)
     return doc
 
 

@@ -36,6 +36,8 @@ def to_payload_item(hit: RankedHit) -> RankedItem:
         severity=hit.item.severity.value if hit.item.severity else None,
         score=hit.score,
         breakdown=dict(hit.breakdown),
+        cluster_id=hit.item.cluster,
+        collapsed_ids=hit.collapsed_ids,
     )
 
 
@@ -45,5 +47,6 @@ def to_ranked_hit(item: RankedItem) -> RankedHit:
         **item.model_dump(include=CARRIED_FIELDS),
         kind=MemoryKind(item.kind),
         severity=Severity(item.severity) if item.severity else None,
+        cluster_id=item.cluster_id,
     )
-    return RankedHit(item=memory, score=item.score, breakdown=dict(item.breakdown))
+    return RankedHit(item=memory, score=item.score, breakdown=dict(item.breakdown), collapsed_ids=item.collapsed_ids)

@@ -101,6 +101,8 @@ class RankedHit:
     item: MemoryItem
     score: float
     breakdown: Mapping[str, float] = field(default_factory=dict)
+    #: near copies of the item (its cluster) left out of the context in its favour (see ctxbus.core.collapse)
+    collapsed_ids: tuple[str, ...] = ()
 
 
 def domain_match(item: MemoryItem, domain: str | None) -> float:

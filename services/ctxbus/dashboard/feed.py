@@ -34,13 +34,8 @@ from ctxbus.contract.serde import (
     decode_dead_letter,
 )
 from ctxbus.contract.topics import Topics
-from ctxbus.dashboard.aggregate import (
-    MAX_MESSAGE_CHARS,
-    Aggregator,
-    SkippedRow,
-    dead_letter_row,
-    injection_row,
-)
+from ctxbus.dashboard.aggregate import Aggregator
+from ctxbus.dashboard.rows import MAX_MESSAGE_CHARS, SkippedRow, dead_letter_row, injection_row
 
 log = structlog.get_logger("ctxbus.dashboard.feed")
 
@@ -99,7 +94,11 @@ class DashboardFeed:
     ) -> None:
         self._config = config
         self._injected = topics.context_injected
+        self._completed = topics.retrieval_completed
         self._dead = topics.dead_letter
+        self._topics = (self._injected, self._completed, self._dead)
+        #: per partition, the end offset when it was first assigned: what comes before is history (backlog)
+        self._live_from: dict[TopicPartition, int] = {}
         self._aggregator = aggregator
         self._group = group_id or f"{topics.prefix}.dashboard"
         self._backlog = max(0, backlog)
@@ -110,7 +109,7 @@ class DashboardFeed:
         self._assigned: set[TopicPartition] = set()
         #: the next offset to read per partition (a reconnect or re-assignment resumes there)
         self._positions: dict[TopicPartition, int] = {}
-        self.status = FeedStatus(config.bootstrap_servers, self._group, (self._injected, self._dead))
+        self.status = FeedStatus(config.bootstrap_servers, self._group, self._topics)
         #: set once every partition known at start is assigned and positioned
         self.ready = asyncio.Event()
 
@@ -180,12 +179,10 @@ class DashboardFeed:
         reconnect or a re-assignment resumes there, nothing is counted twice), or ``backlog`` events
         back for a partition never seen."""
         existing = await consumer.topics()
-        if any(t in existing and consumer.partitions_for_topic(t) is None for t in (self._injected, self._dead)):
+        if any(t in existing and consumer.partitions_for_topic(t) is None for t in self._topics):
             raise _Rediscover  # a topic created since this consumer started: a new consumer knows it
         wanted = {
-            TopicPartition(topic, p)
-            for topic in (self._injected, self._dead)
-            for p in consumer.partitions_for_topic(topic) or ()
+            TopicPartition(topic, p) for topic in self._topics for p in consumer.partitions_for_topic(topic) or ()
         }
         if not wanted - self._assigned:
             return
@@ -195,6 +192,7 @@ class DashboardFeed:
             ends = await consumer.end_offsets(fresh)
             for tp in fresh:
                 self._positions[tp] = max(begins[tp], ends[tp] - self._backlog)
+                self._live_from[tp] = ends[tp]
         consumer.assign(sorted(wanted))
         for tp in sorted(wanted):
             consumer.seek(tp, self._positions[tp])
@@ -234,9 +232,15 @@ class DashboardFeed:
         try:
             if record.topic == self._dead:
                 self._dead_letter(record)
+            elif record.topic == self._completed:
+                completed = self._deserialize(record.value, expect=EventType.RETRIEVAL_COMPLETED)
+                self._aggregator.inspections.add_completed(completed)  # type: ignore[arg-type]
             else:
                 event = self._deserialize(record.value, expect=EventType.CONTEXT_INJECTED)
-                self._aggregator.add_injection(injection_row(event, self._clock()))  # type: ignore[arg-type]
+                tp = TopicPartition(record.topic, record.partition)
+                backlog = record.offset < self._live_from.get(tp, 0)
+                self._aggregator.add_injection(injection_row(event, self._clock(), backlog=backlog))  # type: ignore[arg-type]
+                self._aggregator.inspections.add_injected(event)  # type: ignore[arg-type]
         except EventDecodeError as exc:
             self._skip(record, exc.reason, str(exc))
         except Exception as exc:  # a dashboard must not die on one odd message

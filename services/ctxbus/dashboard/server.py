@@ -3,6 +3,8 @@
 Routes (GET only):
 - ``/``, ``/static/app.js``, ``/static/app.css``: the page, shipped as package data, read once at start;
 - ``/api/snapshot?project=P&rows=N``: the current snapshot as JSON;
+- ``/api/injection?id=CORRELATION_ID``: one injection opened (request, ranked items and their score
+  breakdowns, the context; core.inspection), 404 when it is no longer kept;
 - ``/api/events?project=P&rows=N``: Server-Sent Events, one ``snapshot`` event whenever the data changed
   (at most one per ``min_interval_s`` per client; a slow client gets the latest state, never a queue)
   and at least one every ``refresh_s`` (the clock moves even when no event arrives);
@@ -236,6 +238,9 @@ class DashboardServer:
         if request.path == "/healthz":
             await self._send(writer, json_response(200, {"ok": True, "clients": len(self._clients)}))
             return
+        if request.path == "/api/injection":
+            await self._send(writer, self._inspection(request.query))
+            return
         if request.path not in {"/api/snapshot", "/api/events"}:
             await self._send(writer, json_response(404, {"error": f"no such page {request.path}"}))
             return
@@ -248,6 +253,16 @@ class DashboardServer:
             await self._send(writer, response(200, self.snapshot(project, rows), "application/json"))
         else:
             await self._stream(_Client(project, rows), reader, writer)
+
+    def _inspection(self, query: dict[str, str]) -> bytes:
+        """One injection opened (``?id=CORRELATION_ID``): 404 when the chain is not (or no longer) kept."""
+        correlation_id = query.get("id", "").strip()
+        if not correlation_id or len(correlation_id) > 100:
+            return json_response(400, {"error": "give the injection's correlation id: /api/injection?id=..."})
+        doc = self.aggregator.inspections.get(correlation_id)
+        if doc is None:
+            return json_response(404, {"error": f"injection {correlation_id} is not kept (too old, or not read yet)"})
+        return json_response(200, doc)
 
     async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
         writer.write(data)

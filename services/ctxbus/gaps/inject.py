@@ -1,11 +1,14 @@
-"""Filling a context gap through the bus: detect, request (trigger ``gap``), wait, write into the state.
+"""Filling a context gap from its four sources: detect, gather the state's own context, request
+memory through the bus (trigger ``gap``), compose, write into a copy of the state.
 
 :func:`fill_gap` reads an agent state document, detects a gap with :mod:`ctxbus.core.gaps`
-(semantic repetition measured with the embedder's cosine), publishes a ``RetrievalRequested``
-with ``trigger=gap`` and the state's injection target, waits for the ``ContextInjected`` of
-its correlation id, and returns a *copy* of the state with the context written into the
-target key and an entry appended to ``injection_log``. Every injection is also logged
-(structlog). The input state is never mutated.
+(semantic repetition measured with the embedder's cosine), picks the state's relevant decisions
+and messages and its sprint and architecture texts (:mod:`ctxbus.core.gap_sources`, within their
+share of the budget), publishes a ``RetrievalRequested`` with ``trigger=gap``, the state's injection
+target and the rest of the budget, waits for the ``ContextInjected`` of its correlation id, and
+returns a *copy* of the state with the labelled context written into the target key and an entry
+appended to ``injection_log``. Every injection is also logged (structlog). The input state is never
+mutated.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 import structlog
@@ -26,8 +28,10 @@ from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
-from ctxbus.core.agent_state import INJECTION_LOG_KEY, AgentState, parse_state
+from ctxbus.core.agent_state import AgentState, parse_state
+from ctxbus.core.gap_sources import SourcePolicy, compose, plan_local
 from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, Similarity, assess_gap
+from ctxbus.gaps.result import GapResult, GapStatus, apply_injection
 from ctxbus.ports import Embedder, Vector
 from ctxbus.runtime import kafka_config
 from ctxbus.settings import Settings
@@ -42,13 +46,6 @@ DEFAULT_TIMEOUT_S = 10.0
 UNKNOWN_AGENT = "unknown"
 #: The role sent when the state names none (the contract's default).
 DEFAULT_ROLE = "implementer"
-
-
-class GapStatus(StrEnum):
-    INJECTED = "injected"
-    #: a gap, a request, an answer, but nothing relevant enough to inject (the answer says why)
-    EMPTY = "empty"
-    NO_GAP = "no_gap"
 
 
 class GapInputError(ValueError):
@@ -72,32 +69,6 @@ class GapInjectionTimeout(TimeoutError):
         self.timeout_s = timeout_s
 
 
-@dataclass(frozen=True, slots=True)
-class GapResult:
-    """What :func:`fill_gap` did: the (new) state, the gap, and why when nothing was injected."""
-
-    status: GapStatus
-    state: dict[str, Any]
-    why: str
-    gap: Gap | None = None
-    target: str | None = None
-    correlation_id: uuid.UUID | None = None
-    item_ids: tuple[str, ...] = ()
-    context_chars: int = 0
-    log_entry: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "why": self.why,
-            "gap": self.gap.to_dict() if self.gap else None,
-            "target": self.target,
-            "correlation_id": str(self.correlation_id) if self.correlation_id else None,
-            "item_ids": list(self.item_ids),
-            "context_chars": self.context_chars,
-        }
-
-
 class EmbeddingSimilarity:
     """Cosine similarity of two texts' embeddings; each text is embedded once."""
 
@@ -118,17 +89,22 @@ class EmbeddingSimilarity:
         return sum(x * y for x, y in zip(va, vb, strict=True)) / norm if norm else 0.0
 
 
-def assess(state: AgentState, policy: GapPolicy, embedder: Embedder) -> GapAssessment:
+def assess(
+    state: AgentState, policy: GapPolicy, embedder: Embedder, *, now: datetime, gap_id: str | None = None
+) -> GapAssessment:
     """Detect a gap, measuring semantic repetition with ``embedder`` (agent messages embedded in one batch)."""
     similarity = EmbeddingSimilarity(embedder)
     spoken = [m.content for m in state.messages if m.from_agent and m.content.strip()]
     similarity.prime(spoken[-policy.circular_window :])  # the messages the repetition check compares
     semantic: Similarity = similarity
-    return assess_gap(state, policy, semantic)
+    return assess_gap(state, policy, semantic, now=now, gap_id=gap_id)
 
 
-def gap_request(gap: Gap, state: AgentState, settings: Settings) -> RetrievalRequested:
-    """The retrieval request for a gap: its query, hints and target, the configured budget."""
+def gap_request(
+    gap: Gap, state: AgentState, settings: Settings, *, max_chars: int | None = None, max_tokens: int | None = None
+) -> RetrievalRequested:
+    """The retrieval request for a gap: its query, hints and target, the configured budget (or the part
+    of it left to memory)."""
     q = gap.query
     return RetrievalRequested(
         agent_name=gap.agent or UNKNOWN_AGENT,
@@ -137,49 +113,12 @@ def gap_request(gap: Gap, state: AgentState, settings: Settings) -> RetrievalReq
         task_type=q.task_type,
         prompt=q.text,
         mentioned_files=q.mentioned_files,
-        max_tokens=settings.injection.max_tokens,
-        max_chars=settings.injection.max_chars,
+        max_tokens=max_tokens or settings.injection.max_tokens,
+        max_chars=max_chars or settings.injection.max_chars,
         max_items=settings.injection.max_items,
         trigger=Trigger.GAP,
         injection_target=gap.target,
     )
-
-
-def apply_injection(
-    raw: Mapping[str, Any], gap: Gap, injected: Envelope[ContextInjected], now: datetime
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A copy of ``raw`` with the context written into the gap's target (merged into a mapping
-    already there, so a handoff's other keys survive) and the log entry appended; and the entry.
-    An empty injection writes nothing but the log entry."""
-    p = injected.payload
-    state = copy.deepcopy(dict(raw))
-    entry: dict[str, Any] = {
-        "at": now.isoformat(),
-        "agent": gap.agent,
-        "gap_reason": gap.reason.value,
-        "reasons": [r.value for r in gap.reasons],
-        "confidence": round(gap.confidence, 4),
-        "correlation_id": str(injected.correlation_id),
-        "target": gap.target,
-        "item_ids": list(p.item_ids),
-        "chars": p.context_chars,
-        "empty_reason": p.empty_reason,
-    }
-    if p.item_ids:
-        written = {
-            "context": p.context,
-            "item_ids": list(p.item_ids),
-            "gap_reason": gap.reason.value,
-            "confidence": round(gap.confidence, 4),
-            "correlation_id": str(injected.correlation_id),
-            "injected_at": now.isoformat(),
-        }
-        existing = state.get(gap.target)
-        entry["replaced"] = existing is not None and not isinstance(existing, Mapping)
-        state[gap.target] = {**existing, **written} if isinstance(existing, Mapping) else written
-    previous = state.get(INJECTION_LOG_KEY)
-    state[INJECTION_LOG_KEY] = [*previous, entry] if isinstance(previous, list) else [entry]
-    return state, entry
 
 
 def _utc_now() -> datetime:
@@ -193,11 +132,13 @@ async def fill_gap(
     embedder: Embedder | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     policy: GapPolicy | None = None,
+    sources: SourcePolicy | None = None,
     project: str | None = None,
     session_id: str | None = None,
     clock: Callable[[], datetime] = _utc_now,
 ) -> GapResult:
-    """Detect a gap in ``state`` and, if there is one, get it filled by the running pipeline.
+    """Detect a gap in ``state`` and, if there is one, fill it from the state's own context and the
+    project's memory (asked of the running pipeline), within the configured injection budget.
 
     ``project``/``session_id`` override the state's. Raises :class:`~ctxbus.core.gaps.StateError`
     (bad state), :class:`GapInputError` (a gap but no project or session), :class:`GapInjectionTimeout`,
@@ -205,16 +146,18 @@ async def fill_gap(
     """
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    started = time.perf_counter()
     parsed = parse_state(state)
     if embedder is None:
         from ctxbus.wiring import open_embedder  # noqa: PLC0415  (loads the model)
 
         embedder = await asyncio.to_thread(open_embedder, settings)
-    assessment = await asyncio.to_thread(assess, parsed, policy or GapPolicy(), embedder)
+    assessment = await asyncio.to_thread(assess, parsed, policy or GapPolicy(), embedder, now=clock())
     gap = assessment.gap
     if gap is None:
         log.info("gap_not_found", why=assessment.why, confidence=round(assessment.confidence, 4))
-        return GapResult(GapStatus.NO_GAP, copy.deepcopy(dict(state)), assessment.why)
+        duration_ms = _since(started)
+        return GapResult(GapStatus.NO_GAP, copy.deepcopy(dict(state)), assessment.why, duration_ms=duration_ms)
     project = (project or parsed.project or "").strip()
     session = (session_id or parsed.session_id or "").strip()
     if not project or not session:
@@ -222,25 +165,49 @@ async def fill_gap(
         raise GapInputError(
             f"a {gap.reason.value} gap was found but the state has no {' and '.join(missing)} to request with", missing
         )
-    event = Envelope.root(gap_request(gap, parsed, settings), project=project, session_id=session, producer=PRODUCER)
+    max_chars, max_tokens, count = settings.injection.max_chars, settings.injection.max_tokens, embedder.count_tokens
+    plan = plan_local(
+        parsed, gap, sources or SourcePolicy(), max_chars=max_chars, max_tokens=max_tokens, count_tokens=count
+    )
+    request = gap_request(gap, parsed, settings, max_chars=plan.memory_chars, max_tokens=plan.memory_tokens)
+    event = Envelope.root(request, project=project, session_id=session, producer=PRODUCER)
     injected = await _request(settings, event, gap, timeout_s)
-    new_state, entry = apply_injection(state, gap, injected, clock())
     p = injected.payload
-    status = GapStatus.INJECTED if p.item_ids else GapStatus.EMPTY
+    memory = p.context if p.item_ids else ""
+    composed = compose(
+        memory,
+        plan.snippets,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+        count_tokens=count,
+        memory_items=len(p.item_ids),
+    )
+    duration_ms = _since(started)
+    new_state, entry = apply_injection(state, gap, injected, composed, clock(), duration_ms)
+    status = GapStatus.INJECTED if composed.text else GapStatus.EMPTY
     log.info(
-        "gap_context_injected" if p.item_ids else "gap_context_empty",
+        "gap_context_injected" if composed.text else "gap_context_empty",
         project=project,
         session_id=session,
+        gap_id=gap.gap_id,
         agent=gap.agent,
         gap_reason=gap.reason.value,
         confidence=round(gap.confidence, 4),
         correlation_id=str(event.correlation_id),
         target=gap.target,
         item_ids=list(p.item_ids),
-        chars=p.context_chars,
+        sources=entry["sources"],
+        chars=entry["chars"],
+        bytes=entry["bytes"],
+        duration_ms=duration_ms,
         empty_reason=p.empty_reason,
     )
-    why = assessment.why if p.item_ids else f"{assessment.why}; nothing injected: {p.empty_reason}"
+    if not composed.text:
+        why = f"{assessment.why}; nothing injected: {p.empty_reason}"
+    elif not p.item_ids:
+        why = f"{assessment.why}; from the state only (memory: {p.empty_reason})"
+    else:
+        why = assessment.why
     return GapResult(
         status,
         new_state,
@@ -249,9 +216,16 @@ async def fill_gap(
         target=gap.target,
         correlation_id=event.correlation_id,
         item_ids=p.item_ids,
-        context_chars=p.context_chars,
+        context_chars=entry["chars"],
+        context_bytes=entry["bytes"],
+        duration_ms=duration_ms,
+        sources=composed.counts(),
         log_entry=entry,
     )
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
 
 
 async def _request(

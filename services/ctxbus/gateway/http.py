@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -86,6 +87,10 @@ def encode_response(response: Response) -> bytes:
     return head.encode("latin-1") + body
 
 
+class ListenError(RuntimeError):
+    """The server cannot listen where it was told to (the port is taken, the address is not local)."""
+
+
 class HttpServer:
     def __init__(self, handler: Handler, *, host: str, port: int, max_body: int) -> None:
         self._handler = handler
@@ -93,7 +98,15 @@ class HttpServer:
         self._server: asyncio.Server | None = None
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        """Listen; returns the bound port. Raises ListenError (naming host and port) when it cannot."""
+        try:
+            self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        except OSError as exc:
+            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror or exc})"
+            raise ListenError(
+                f"the gateway port {self._port} on {self._host} {reason}: set CTXBUS_GATEWAY_PORT to a free port "
+                "(0 picks one; the hook client finds it in runtime.json)"
+            ) from exc
         return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:

@@ -5,7 +5,7 @@ While the stack runs, the embedded store belongs to its process; ``ctxbus search
 :class:`ctxbus.api.Memory`, on the stack's own embedder and store.
 
 ``/v1/search`` body: ``{"project": P, "queries": [{"id": ..., "query": ...}, ...], "k": 10,
-"mode": "ranked", "domain": null, "agent_role": "implementer"}``; answer: ``{"results": [one
+"mode": "ranked", "domain": null, "strict_domain": false, "agent_role": "implementer"}``; answer: ``{"results": [one
 result line per query, in order]}`` where a bad query's line is ``{"id": ..., "error": ...}``.
 ``/v1/prime`` body: the keyword arguments of :meth:`ctxbus.api.Memory.prime` plus ``project``.
 """
@@ -30,6 +30,7 @@ _PRIME_OPTIONS = {
     "max_items",
     "agent_role",
     "session_id",
+    "strict_domain",
 }
 
 
@@ -81,6 +82,9 @@ class LibraryRoutes:
         k, mode = body.get("k", 10), body.get("mode", "ranked")
         if not isinstance(k, int) or isinstance(k, bool) or mode not in MODES:
             raise HttpError(400, f"k must be a whole number and mode one of {', '.join(MODES)}")
+        strict = body.get("strict_domain", False)
+        if not isinstance(strict, bool):
+            raise HttpError(400, "strict_domain must be true or false")
         memory = self._open()
         results: list[dict[str, Any]] = []
         for entry in queries:
@@ -96,6 +100,7 @@ class LibraryRoutes:
                     mode=mode,
                     domain=body.get("domain"),
                     agent_role=body.get("agent_role", "implementer"),
+                    strict_domain=strict,
                 )
             except QueryError as exc:
                 results.append({"id": query_id, "error": str(exc)})

@@ -2,9 +2,11 @@
 
 ``POST /v1/hooks`` takes Claude Code's hook input as is (so Claude Code's ``http``
 hook type can call it directly); the lean ``ctxbus hook ...`` client posts the
-same. Context events publish a retrieval request and wait for its injection;
-Stop and SessionEnd publish an outcome. When the pipeline does not answer in
-time, the answer is the project's learned-pattern file (seed 002), never nothing.
+same. Context events publish a retrieval request and wait for its injection.
+PostToolUse, Stop, SessionEnd and the next prompt feed the outcome inference
+(:mod:`ctxbus.gateway.outcomes`), which publishes OutcomeRecorded. When the
+pipeline does not answer in time, the answer is the project's learned-pattern
+file (seed 002), never nothing.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from typing import Any
 import structlog
 from aiokafka.errors import KafkaError
 
+from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.topics import Topics
+from ctxbus.core.hook_evidence import TOOL_EVENTS
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.library import LibraryRoutes
+from ctxbus.gateway.outcomes import OutcomeTracker
+from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
 from ctxbus.hooks.project import project_for
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
@@ -39,6 +45,8 @@ TIMEOUT_HEADER = "x-ctxbus-timeout-ms"
 EVENT_HEADER = "x-ctxbus-hook-event"
 #: part of a hook's budget kept for the file fallback and the way back
 FALLBACK_RESERVE_S = 0.3
+#: at most this long for publishing a prompt's feedback outcome before its retrieval request goes out
+FEEDBACK_PUBLISH_S = 0.25
 
 
 class HookGateway:
@@ -50,8 +58,13 @@ class HookGateway:
         router: ReplyRouter,
         metrics: Metrics,
         library: LibraryRoutes | None = None,
+        outcomes: OutcomeTracker | None = None,
+        patterns: PatternSync | None = None,
     ) -> None:
         self._library = library
+        #: the outcome inference (None when CTXBUS_HOOK_OUTCOMES=false)
+        self._outcomes = outcomes
+        self._patterns = patterns
         self._settings = settings
         self._topics = topics
         self._publisher = publisher
@@ -87,9 +100,12 @@ class HookGateway:
         if self._settings.enabled:
             budget_s = self._budget(request)
             if event in CONTEXT_EVENTS:
+                await self._before_context(event, hook_input, budget_s)
                 body, outcome = await self._context(event, hook_input, budget_s)
             elif event in OUTCOME_EVENTS:
-                outcome = await self._outcome(event, hook_input)
+                outcome = await self._outcome(event, hook_input, budget_s)
+            elif event in TOOL_EVENTS and self._outcomes is not None:
+                outcome = await self._outcomes.tool_result(hook_input, budget_s)
             else:
                 outcome = "ignored"
         self._metrics.gateway_requests.labels(event, outcome).inc()
@@ -106,12 +122,16 @@ class HookGateway:
     async def _context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> tuple[dict[str, Any], str]:
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         project = project_for(cwd)
+        if self._patterns is not None and event == "SessionStart":  # the project's pattern file feeds the store
+            budget_s = await self._patterns.at_session_start(cwd, project, budget_s)
         try:
             payload = request_for(hook_input, self._settings)
         except (HookInputError, ValueError) as exc:
             log.warning("hook_input_unusable", hook_event=event, error=str(exc))
             return hook_output(event, "", self._settings.max_chars), "bad_input"
         request = Envelope.root(payload, project=project, session_id=session_of(hook_input), producer=SERVICE)
+        if self._outcomes is not None and event == "UserPromptSubmit":
+            self._outcomes.turn_started(hook_input, request.correlation_id)
         self._router.expect(request.correlation_id)
         try:
             await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), budget_s)
@@ -122,9 +142,14 @@ class HookGateway:
         except KafkaError as exc:
             log.warning("hook_bus_error", project=project, error=repr(exc))
             return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "bus_error_fallback"
+        except RecordTooLarge as exc:  # not sent: the pattern file answers at once
+            log.warning("hook_request_too_large", project=project, bytes=exc.size, limit=exc.limit)
+            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "oversize_fallback"
         finally:
             self._router.forget(request.correlation_id)
         context = injected.payload.context
+        if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
+            context = self._file_fallback(cwd)
         log.info(
             "hook_answered",
             project=project,
@@ -146,10 +171,33 @@ class HookGateway:
             home=Path.home(),
         )
 
-    async def _outcome(self, event: str, hook_input: dict[str, Any]) -> str:
+    async def _before_context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> None:
+        """SessionStart marks where the session's transcript starts; a prompt may carry feedback on the
+        previous turn, published before the prompt's own request. Never in the way of the context."""
+        if self._outcomes is None:
+            return
+        try:
+            if event == "SessionStart":
+                await self._outcomes.session_started(hook_input)
+            else:
+                await self._outcomes.prompt(hook_input, min(FEEDBACK_PUBLISH_S, budget_s / 4))
+        except Exception:  # the prompt still gets its context
+            log.exception("outcome_inference_failed", hook_event=event)
+
+    async def _outcome(self, event: str, hook_input: dict[str, Any], budget_s: float) -> str:
+        if self._outcomes is not None:
+            if event == "Stop":
+                return await self._outcomes.stop(hook_input, budget_s)
+            return await self._outcomes.session_end(hook_input, budget_s)
+        if event == "Stop":
+            return "ignored"
+        # inference off: the session's end still counts as one use of what was injected
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         reason = hook_input.get("reason") if isinstance(hook_input.get("reason"), str) else None
-        payload = OutcomeRecorded(source=f"hook.{event}", notes=f"reason: {reason}" if reason else None)
+        notes = "no_evidence: outcome inference is off (CTXBUS_HOOK_OUTCOMES=false)" + (
+            f". reason: {reason}" if reason else ""
+        )
+        payload = OutcomeRecorded(source=f"hook.{event}:no_evidence", notes=notes)
         outcome = Envelope.root(payload, project=project_for(cwd), session_id=session_of(hook_input), producer=SERVICE)
         await self._publisher.publish(self._topics.outcome_recorded, outcome)
         return "outcome_published"

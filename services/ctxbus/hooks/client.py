@@ -24,6 +24,8 @@ EVENTS = {
     "session-start": "SessionStart",
     "session-end": "SessionEnd",
     "stop": "Stop",
+    "post-tool-use": "PostToolUse",
+    "post-tool-use-failure": "PostToolUseFailure",
 }
 CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 DEFAULT_TIMEOUT_MS = 2_000
@@ -240,8 +242,12 @@ def main(argv: list[str]) -> int:
     if slug == "learned-patterns":
         return learned_patterns_main(env)
     if slug not in EVENTS:
+        # exit 2 would make Claude Code block the prompt or the stop: an unknown name (a typo, or settings
+        # written by a newer ctxbus) answers with nothing and exits 0 like every other hook path
         sys.stderr.write(f"ctxbus hook: unknown hook {slug!r}; valid: {', '.join(EVENTS)}, learned-patterns\n")
-        return 2
+        log(env, "hook_unknown", hook=slug)
+        emitter.emit_raw(b"{}")
+        return 0
     event = EVENTS[slug]
     timeout_s = max(0.1, _int(env.get("CTXBUS_HOOK_TIMEOUT_MS"), DEFAULT_TIMEOUT_MS) / 1000.0)
 

@@ -13,7 +13,7 @@ CONTEXT_EVENTS: dict[str, Trigger] = {
     "UserPromptSubmit": Trigger.USER_PROMPT,
     "SessionStart": Trigger.SESSION_START,
 }
-#: hook events that end something and report an outcome
+#: hook events that end a turn or a session: the outcome inference may publish then
 OUTCOME_EVENTS = ("Stop", "SessionEnd")
 AGENT_NAME = "claude-code"
 UNKNOWN_SESSION = "unknown-session"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from typing import Any
 
 #: Claude Code event -> the ``ctxbus hook`` sub-command that serves it
@@ -16,8 +17,16 @@ HOOKED_EVENTS = {
     "SessionStart": "session-start",
     "SessionEnd": "session-end",
     "Stop": "stop",
+    "PostToolUse": "post-tool-use",
 }
-_OURS = re.compile(r"(^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook\s+(user-prompt-submit|session-start|session-end|stop)\b")
+#: installed only when asked: a Claude Code that does not know an event rejects the whole settings file
+OPTIONAL_EVENTS = {"PostToolUseFailure": "post-tool-use-failure"}
+#: tool events run for Bash only (the outcome inference reads test and build commands)
+MATCHERS = {"PostToolUse": "Bash", "PostToolUseFailure": "Bash"}
+_OURS = re.compile(
+    r"(^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook\s+"
+    r"(user-prompt-submit|session-start|session-end|stop|post-tool-use-failure|post-tool-use)\b"
+)
 
 
 class SettingsFileError(ValueError):
@@ -38,12 +47,16 @@ def _groups(settings: dict[str, Any], event: str) -> list[Any]:
     return groups
 
 
-def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` with every ctxbus hook removed (and groups or events left empty by that removed)."""
+def without_ours(settings: dict[str, Any], *, keep_empty: Iterable[str] = ()) -> dict[str, Any]:
+    """``settings`` with every ctxbus hook removed. A group emptied by that goes; an event list emptied by
+    that goes too unless it is in ``keep_empty`` (the user had it, empty, before ctxbus was installed);
+    ``"hooks"`` goes when it was emptied by the removal. Order and everything else stay as they were."""
+    keep = set(keep_empty)
     result = copy.deepcopy(settings)
     hooks = result.get("hooks")
     if not isinstance(hooks, dict):
         return result
+    had_events = bool(hooks)
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
@@ -57,19 +70,39 @@ def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
                 kept_groups.append({**group, "hooks": remaining})
             else:
                 kept_groups.append(group)
-        if kept_groups:
+        if kept_groups or not groups or event in keep:
             hooks[event] = kept_groups
-        elif groups:
+        else:
             del hooks[event]
-    if not hooks:
+    if had_events and not hooks:
         del result["hooks"]
     return result
 
 
-def with_ours(settings: dict[str, Any], executable: str, timeout_s: int) -> dict[str, Any]:
-    """``settings`` with ctxbus's hooks installed once (an older ctxbus entry is replaced)."""
-    result = without_ours(settings)
-    for event, sub in HOOKED_EVENTS.items():
+def with_ours(
+    settings: dict[str, Any], executable: str, timeout_s: int, *, tool_failures: bool = False
+) -> dict[str, Any]:
+    """``settings`` with ctxbus's hooks installed once: an existing ctxbus entry is replaced where it is
+    (so installing again changes nothing, and never reorders), a missing event is added at the end;
+    ``tool_failures`` adds PostToolUseFailure (Claude Code versions that have the event)."""
+    events = {**HOOKED_EVENTS, **(OPTIONAL_EVENTS if tool_failures else {})}
+    positions: dict[str, int] = {}
+    hooks = settings.get("hooks")
+    if isinstance(hooks, dict):
+        for event, found in hooks.items():
+            if isinstance(found, list):
+                for i, entry in enumerate(found):
+                    if isinstance(entry, dict) and any(is_ours(h) for h in entry.get("hooks") or ()):
+                        positions.setdefault(event, i)
+    # events that had only ctxbus entries keep their place: removal keeps their (empty) lists for now
+    result = without_ours(settings, keep_empty=set(positions) | set(events))
+    for event, sub in events.items():
         command = f'"{executable}" hook {sub}' if " " in executable else f"{executable} hook {sub}"
-        _groups(result, event).append({"hooks": [{"type": "command", "command": command, "timeout": timeout_s}]})
+        group: dict[str, Any] = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        groups = _groups(result, event)
+        groups.insert(min(positions.get(event, len(groups)), len(groups)), group)
+    for event in set(positions) - set(events):  # an event ctxbus no longer installs, emptied: it goes
+        if isinstance(result.get("hooks"), dict) and result["hooks"].get(event) == []:
+            del result["hooks"][event]
     return result

@@ -1,4 +1,11 @@
-"""Injector: completed retrieval -> markdown context within the budget -> context injected."""
+"""Injector: completed retrieval -> markdown context within the budget -> context injected.
+
+The budget is spent by the request's profile (seed 004), resolved from the completed event as the
+retriever resolved it (profile name, the request's overrides, the task type): tier shares,
+preserved items, compression (``ctxbus.core.budget``). What was shortened or left out, and why, is
+logged, marks the event ``truncated`` (any text cut or compressed), and is in the prime document's
+``budget``.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +28,11 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.assemble import Assembly, assemble
+from ctxbus.core.budget import WHOLE_BUDGET, BudgetPlan, budget_plan, profile_from
+from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.precontext import PreContextPolicy, build_precontext
 from ctxbus.core.prime import TaskContext, prime_document, to_json
+from ctxbus.core.profiles import InvalidOverride, UnknownProfile
 from ctxbus.core.ranked_items import to_ranked_hit
 from ctxbus.core.sections import SUGGESTED_APPROACH
 from ctxbus.core.tokens import estimate_tokens
@@ -56,16 +66,20 @@ class InjectorHandler:
         self._precontext = precontext or PreContextPolicy()
         self._count_tokens = count_tokens
 
-    def _pre_context(self, request: RetrievalRequested) -> str:
-        """Seed 003's pre-context for retry, fallback and helper requests that name their task."""
+    def _pre_context(self, project: str, request: RetrievalRequested) -> str:
+        """Seed 003's pre-context for retry, fallback and helper requests that name their task: the
+        attempts of that task in the request's project, none once an outcome ended the task."""
         kind = PRECONTEXT_TRIGGERS.get(request.trigger)
         if kind is None or self._attempts is None or not request.task_id:
             return ""
+        task = self._attempts.task(project, request.task_id)
+        if task.closed:
+            return ""
         text = build_precontext(
             kind,
-            self._attempts.attempts(request.task_id),
+            task.attempts,
             self._precontext,
-            enabled_for_task=self._attempts.override(request.task_id),
+            enabled_for_task=task.override,
             provider=request.failed_provider,
             reason=request.failure_reason,
             count_tokens=self._count_tokens,
@@ -74,12 +88,35 @@ class InjectorHandler:
             self._metrics.precontext.labels(kind.value).inc()
         return text
 
+    @staticmethod
+    def _budget(completed: RetrievalCompleted) -> BudgetPlan:
+        """The profile's budget plan, made as the retriever made its retrieval plan.
+
+        A profile that does not resolve (the retriever would have dead-lettered the request, so only an
+        event from elsewhere has one) leaves the budget one pool, and says so in the log.
+        """
+        request = completed.request
+        try:
+            profile = profile_from(completed.profile, request.profile_overrides)
+            plan = plan_retrieval(
+                profile,
+                completed.task_type,
+                request.prompt,
+                request.mentioned_files,
+                max_items=request.max_items,
+                task_id=request.task_id,
+            )
+        except (UnknownProfile, InvalidOverride, ValueError) as exc:
+            log.warning("profile_unresolved", profile=completed.profile, error=str(exc))
+            return WHOLE_BUDGET
+        return budget_plan(plan)
+
     def _prime(self, completed: RetrievalCompleted, result: Assembly, text: str, empty_reason: str | None) -> str:
         """Seed 001's prime_context document for the items this injection holds."""
         task = TaskContext(
             task_type=completed.task_type.value if completed.task_type else None,
             task_type_confidence=completed.task_type_confidence,
-            domain=completed.request.domain,
+            domain=completed.domain or completed.request.domain,
             profile=completed.profile,
             fingerprint=completed.fingerprint,
         )
@@ -90,8 +127,9 @@ class InjectorHandler:
             scores,
             result.approach,
             token_count=self._count_tokens(text),
-            truncated=result.truncated,
+            truncated=result.shortened,
             empty_reason=empty_reason,
+            budget=result.budget_report(),
         )
         return to_json(document)
 
@@ -108,7 +146,7 @@ class InjectorHandler:
         max_chars = min(request.max_chars, self._settings.max_chars, MAX_CONTEXT_BYTES)
         max_tokens = min(request.max_tokens, self._settings.max_tokens)
         # the pre-context goes first (seed 003: at the start of the prompt) and counts against the budget
-        pre = self._pre_context(request)[: max_chars // 2]
+        pre = self._pre_context(event.project, request)[: max_chars // 2]
         result = assemble(
             hits,
             max_chars=max(1, max_chars - len(pre) - 1),
@@ -116,6 +154,8 @@ class InjectorHandler:
             count_tokens=self._count_tokens,
             include=request.includes,
             approach=request.includes(SUGGESTED_APPROACH),
+            task_type=completed.task_type,
+            budget=self._budget(completed),
         )
         text = f"{pre}\n{result.text}" if pre and result.text else pre or result.text
         # a multi-byte text may hold more bytes than characters: the byte bound is the contract's
@@ -136,7 +176,7 @@ class InjectorHandler:
             ),
             pattern_count=len(result.item_ids),
             context_size_bytes=len(text.encode("utf-8")),
-            agent_domain=request.domain,
+            agent_domain=completed.domain or request.domain,
             min_confidence_threshold=request.min_confidence,
             retrieval_duration_ms=min(round(completed.retrieval_duration_ms), MAX_RETRIEVAL_MS),
             agent_name=request.agent_name,
@@ -147,7 +187,7 @@ class InjectorHandler:
             token_estimate=self._count_tokens(text),
             item_ids=tuple(result.item_ids),
             injection_target=request.injection_target,
-            truncated=result.truncated,
+            truncated=result.shortened,
             empty_reason=empty_reason,
             assembly_duration_ms=round(elapsed_ms, 3),
             request_emitted_at=completed.request_emitted_at,
@@ -157,5 +197,16 @@ class InjectorHandler:
             global_item_ids=tuple(i.id for i in result.items if i.project == GLOBAL_PROJECT),
         )
         out = event.caused(injected, producer=SERVICE, now=self._clock())
-        log.info("injected", items=len(result.item_ids), chars=len(text), empty_reason=empty_reason)
+        log.info(
+            "injected",
+            items=len(result.item_ids),
+            chars=len(text),
+            empty_reason=empty_reason,
+            profile=result.profile,
+            tiers={t.tier.value: f"{t.used}/{t.allocated}" for t in result.tiers},
+            compressed=list(result.compressed),
+            truncated=result.truncated,
+            approach_dropped=result.approach_dropped,
+            left_out=[f"{item_id}:{reason}" for item_id, reason in result.skipped],
+        )
         return [Output(self._topics.context_injected, out)]

@@ -1,126 +1,109 @@
-"""Adding memory items to a store without letting duplicates pile up.
+"""Adding memory items to a store without losing any of them and without letting copies pile up.
 
 For each incoming item, in order:
 
-1. same project and id as a stored item: the new version replaces it;
-2. else an *exact* duplicate (same project, same normalised content hash) or a *near* duplicate
-   (same project and kind, cosine of the embedded texts at least ``near_duplicate``, and the same
-   numbers stated: "pool of 20" and "pool of 40" are different facts) of a stored item, or of an
-   earlier item of the same batch, other than an item it supersedes: the existing item is updated (it keeps its id
-   and creation time; it takes the newer text, the higher confidence and importance, the union of
-   domains and tags) instead of a second item being added;
-3. else it is added.
+1. same project and id as a stored item (or an earlier item of the batch): the new version **replaces** it,
+   keeping what outcomes taught about it;
+2. else an *exact* duplicate (same project and kind, same normalised text: ``content_hash``) of an active item,
+   other than one it supersedes: that item is updated instead of a second copy being added (**merged**: it keeps
+   its id, creation time and cluster; it takes the newer wording, the higher confidence and importance, the
+   union of domains and tags);
+3. else it is **added**.
 
-An item that names ids in ``supersedes`` marks those items of its project ``superseded_by`` it:
-they stay stored (history), searches no longer return them. The report says what happened to
-every item. Replaying the same input gives the same store (ids and merges are deterministic).
+Near duplicates are never merged: that would make one of two memories unretrievable because it looks like the
+other. An added item, or a replaced one whose text changed, joins the *cluster* of its nearest near duplicate
+(same project and kind, cosine of the embedded texts at least ``near_duplicate``, the same numbers with their
+units and no opposite sides: :mod:`ctxbus.memory.near_copies`) when it is also a near copy of the item that
+founded that cluster (no chains), else it is its own cluster (cluster id = its id). Every item stays searchable;
+the retriever collapses a cluster into its best member only where copies cost something, in an injected context
+(:mod:`ctxbus.core.collapse`). An item stored before clusters existed has no cluster id and is its own cluster:
+nothing to migrate.
+
+An item that names ids in ``supersedes`` marks those items of its project ``superseded_by`` it: they stay stored
+(history), searches no longer return them. The report says what happened to every item. Replaying the same input
+gives the same store (ids, merges and clusters are deterministic).
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
 
 from ctxbus.memory.model import MemoryItem
+from ctxbus.memory.near_copies import DEFAULT_NEAR_DUPLICATE, near_duplicates
 from ctxbus.ports import Embedder, SearchMode, SearchQuery, Vector, VectorStore
 
-#: Cosine at or above which two items of one project and kind are the same memory. Calibrated on
-#: ``bench/data/retrieval/dedupe_pairs.jsonl`` (``ctxbus bench dedupe`` prints the figures).
-DEFAULT_NEAR_DUPLICATE = 0.75
+#: stored neighbours looked at when placing an item in a cluster
+CLUSTER_NEIGHBOURS = 10
+#: items embedded at a time (progress is reported after each)
+EMBED_CHUNK = 64
+
+Progress = Callable[[int, int], None]
+
+
+class Action(StrEnum):
+    """What ingestion did with an incoming item (the wire's ``MemoryAction`` without ``rejected``)."""
+
+    ADDED = "added"
+    REPLACED = "replaced"
+    MERGED = "merged"
 
 
 @dataclass(frozen=True, slots=True)
-class Merge:
-    """An incoming item folded into an existing one."""
+class ItemResult:
+    """What happened to one incoming item."""
 
-    incoming_id: str
-    existing_id: str
+    id: str
     project: str
-    similarity: float
-    exact: bool
+    action: Action
+    #: the cluster the item is in (merged: the cluster of the item it was merged into)
+    cluster_id: str
+    #: merged: the existing item it was merged into
+    into: str | None = None
+    #: the near duplicate whose cluster it joined, and their cosine (None: it is its own cluster)
+    near: str | None = None
+    similarity: float | None = None
+
+    @property
+    def clustered(self) -> bool:
+        """Written as its own item into another item's cluster (a near copy, kept)."""
+        return self.action is not Action.MERGED and self.cluster_id != self.id
 
 
 @dataclass(frozen=True, slots=True)
 class IngestReport:
-    #: incoming items written as themselves (added, or replacing their own earlier version)
-    upserted: int
+    #: one result per incoming item, in input order
+    results: tuple[ItemResult, ...]
     projects: tuple[str, ...]
-    #: incoming items that updated an existing item instead of adding one
-    merged: tuple[Merge, ...] = ()
     #: (project, id) of items newly marked superseded
     superseded: tuple[tuple[str, str], ...] = ()
     #: ids named in ``supersedes`` that were not found, as (project, id)
     supersede_missing: tuple[tuple[str, str], ...] = field(default=())
 
+    def count(self, action: Action) -> int:
+        return sum(1 for r in self.results if r.action is action)
 
-_NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)\s*([a-z%]+)?")
-_WORD = re.compile(r"[a-z']+")
-#: Pairs of opposite words: two texts that take opposite sides of a pair state different facts
-#: ("5 minutes" vs "5 seconds" is caught by the numbers with their units).
-CONTRASTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
-    (
-        frozenset({"never", "not", "no", "don't", "dont", "avoid", "without", "cannot", "can't", "shouldn't"}),
-        frozenset(),
-    ),
-    (frozenset({"before", "pre", "prior", "earlier"}), frozenset({"after", "post", "later"})),
-    (frozenset({"enable", "enabled", "on"}), frozenset({"disable", "disabled", "off"})),
-    (
-        frozenset({"increase", "raise", "raised", "more", "higher", "larger", "longer"}),
-        frozenset({"decrease", "reduce", "reduced", "lower", "less", "fewer", "smaller", "shorter"}),
-    ),
-    (
-        frozenset({"read", "reads", "reader", "replica", "replicas"}),
-        frozenset({"write", "writes", "writer", "primary"}),
-    ),
-    (frozenset({"min", "minimum", "least"}), frozenset({"max", "maximum", "most"})),
-    (frozenset({"sync", "synchronous"}), frozenset({"async", "asynchronous"})),
-    (frozenset({"client", "frontend", "browser"}), frozenset({"server", "backend"})),
-)
+    @property
+    def upserted(self) -> int:
+        """Incoming items written as themselves (added, or replacing their own earlier version)."""
+        return self.count(Action.ADDED) + self.count(Action.REPLACED)
 
+    @property
+    def merged(self) -> tuple[ItemResult, ...]:
+        """Incoming items that updated an exact duplicate instead of adding a copy."""
+        return tuple(r for r in self.results if r.action is Action.MERGED)
 
-#: Words that negate a statement ("don't page" vs "page").
-NEGATIONS = frozenset(
-    {"not", "never", "don't", "dont", "no", "cannot", "can't", "shouldn't", "mustn't", "avoid", "without"}
-)
-
-
-def numbers(text: str) -> frozenset[str]:
-    """The numbers a text states, with their units (pool sizes, timeouts, versions)."""
-    return frozenset(f"{n} {u}" if u else n for n, u in _NUMBER.findall(text.lower()))
-
-
-def sides(text: str) -> tuple[int, ...]:
-    """The side the text takes of each contrast: -1 (first words only), 1 (second words only), else 0."""
-    words = set(_WORD.findall(text.lower().replace("-", " ")))
-    return tuple((1 if b & words else 0) - (1 if a & words else 0) for a, b in CONTRASTS)
-
-
-def negated(text: str) -> bool:
-    return bool(NEGATIONS & set(_WORD.findall(text.lower())))
-
-
-def opposite(a: str, b: str) -> bool:
-    """Whether the texts take opposite sides of a contrast (before vs after, reads vs writes, ...) or one
-    negates what the other says."""
-    return negated(a) != negated(b) or any(x * y < 0 for x, y in zip(sides(a), sides(b), strict=True))
-
-
-def near_duplicates(a: str, b: str, similarity: float, threshold: float) -> bool:
-    """Whether two texts are one memory restated: similar enough, stating the same numbers with the same
-    units, and not taking opposite sides of a contrast (an embedding barely sees "pre-" vs "post-upgrade")."""
-    return similarity >= threshold and numbers(a) == numbers(b) and not opposite(a, b)
-
-
-def _cosine(a: Vector, b: Vector) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+    @property
+    def clustered(self) -> int:
+        """Incoming items kept as their own item in another item's cluster."""
+        return sum(1 for r in self.results if r.clustered)
 
 
 def merged_item(existing: MemoryItem, incoming: MemoryItem) -> MemoryItem:
-    """``existing`` updated by a duplicate ``incoming``: newer text, stronger scores, all labels."""
+    """``existing`` updated by an exact duplicate ``incoming``: newer wording, stronger scores, all labels."""
     return existing.model_copy(
         update={
             "title": incoming.title or existing.title,
@@ -143,34 +126,53 @@ def merged_item(existing: MemoryItem, incoming: MemoryItem) -> MemoryItem:
     )
 
 
+Key = tuple[str, str]
+#: a candidate neighbour: its cosine and the item
+Neighbour = tuple[float, MemoryItem]
+
+
 class _Batch:
     """What this ingest will write, by (project, id), with vectors; later writes win."""
 
     def __init__(self) -> None:
-        self.items: dict[tuple[str, str], MemoryItem] = {}
-        self.vectors: dict[tuple[str, str], Vector] = {}
+        self.items: dict[Key, MemoryItem] = {}
+        self.vectors: dict[Key, Vector] = {}
 
     def put(self, item: MemoryItem, vector: Vector) -> None:
         self.items[(item.project, item.id)] = item
         self.vectors[(item.project, item.id)] = vector
 
-    def duplicate_of(self, item: MemoryItem, vector: Vector, threshold: float) -> tuple[MemoryItem, float, bool] | None:
-        best: tuple[MemoryItem, float, bool] | None = None
-        for key, other in self.items.items():
-            if other.project != item.project or other.id == item.id or not other.active:
-                continue
-            if other.content_hash == item.content_hash:
-                return other, 1.0, True
-            if other.kind is item.kind and other.id not in item.supersedes:
-                sim = _cosine(vector, self.vectors[key])
-                if near_duplicates(item.content, other.content, sim, threshold) and (best is None or sim > best[1]):
-                    best = (other, sim, False)
-        return best
+    def peers(self, item: MemoryItem) -> list[MemoryItem]:
+        """Active items of the batch an item may duplicate: same project and kind, another id, not superseded by it."""
+        return [
+            o
+            for o in self.items.values()
+            if o.project == item.project
+            and o.kind is item.kind
+            and o.id != item.id
+            and o.active
+            and o.id not in item.supersedes
+        ]
+
+    def exact_duplicate(self, item: MemoryItem) -> MemoryItem | None:
+        return next((o for o in self.peers(item) if o.content_hash == item.content_hash), None)
+
+    def neighbours(self, item: MemoryItem, vector: Vector) -> list[Neighbour]:
+        peers = self.peers(item)
+        if not peers:
+            return []
+        matrix = np.asarray([self.vectors[(p.project, p.id)] for p in peers], dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
+        sims = (matrix @ query) / np.where(norms > 0, norms, 1.0)
+        return [(float(s), p) for s, p in zip(sims.tolist(), peers, strict=True)]
 
 
-def _stored_duplicate(
-    item: MemoryItem, vector: Vector, store: VectorStore, threshold: float
-) -> tuple[MemoryItem, float, bool] | None:
+def _stored_peers(
+    item: MemoryItem, vector: Vector, store: VectorStore, content_hash: str | None = None
+) -> list[Neighbour]:
+    """Active stored items of the item's project and kind nearest to ``vector`` (other ids, not superseded by it;
+    with ``content_hash``: only those with that text)."""
     hits = store.search(
         SearchQuery(
             vector=vector,
@@ -178,17 +180,82 @@ def _stored_duplicate(
             include_global=False,
             kinds=[item.kind],
             mode=SearchMode.DENSE,
-            limit=5,
+            limit=CLUSTER_NEIGHBOURS,
+            content_hash=content_hash,
         )
     )
-    for hit in hits:
-        if hit.item.id == item.id or hit.item.id in item.supersedes:  # what it replaces is not its duplicate
-            continue
-        if hit.item.content_hash == item.content_hash:
-            return hit.item, 1.0, True
-        if near_duplicates(item.content, hit.item.content, hit.score, threshold):
-            return hit.item, hit.score, False
-    return None
+    return [(h.score, h.item) for h in hits if h.item.id != item.id and h.item.id not in item.supersedes]
+
+
+class _Ingest:
+    """One ingest run: the batch, the store, the threshold."""
+
+    def __init__(self, embedder: Embedder, store: VectorStore, threshold: float | None) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.threshold = threshold
+        self.batch = _Batch()
+
+    def current(self, found: MemoryItem) -> MemoryItem:
+        """The batch's version of a stored item, when this ingest already rewrote it."""
+        return self.batch.items.get((found.project, found.id), found)
+
+    def exact_duplicate(self, item: MemoryItem, vector: Vector) -> MemoryItem | None:
+        found = self.batch.exact_duplicate(item)
+        if found is not None:
+            return found
+        for _, stored in _stored_peers(item, vector, self.store, content_hash=item.content_hash):
+            candidate = self.current(stored)  # the batch may have changed its text or retired it since
+            if candidate.active and candidate.content_hash == item.content_hash:
+                return candidate
+        return None
+
+    def nearest(self, item: MemoryItem, vector: Vector) -> Neighbour | None:
+        """The most similar near duplicate of ``item`` (batch or store), ties broken by id; None if none."""
+        if self.threshold is None:
+            return None
+        candidates = self.batch.neighbours(item, vector)
+        in_batch = {(o.project, o.id) for _, o in candidates}
+        candidates += [
+            (sim, stored)
+            for sim, stored in _stored_peers(item, vector, self.store)
+            if (stored.project, stored.id) not in in_batch
+        ]
+        near = [(s, o) for s, o in candidates if near_duplicates(item.content, o.content, s, self.threshold)]
+        # no chains: an item joins a cluster only when it is a near copy of the item that founded it (so a cluster
+        # never drifts from "A restated" to "B, which looks like a restatement of A's restatement")
+        founders = {o.cluster for _, o in near if o.cluster == o.id}
+        return min((n for n in near if n[1].cluster in founders), key=lambda n: (-n[0], n[1].id), default=None)
+
+    def place(self, incoming: MemoryItem, vector: Vector) -> ItemResult:
+        key = (incoming.project, incoming.id)
+        previous = self.batch.items.get(key) or next(iter(self.store.get(incoming.project, [incoming.id])), None)
+        # what outcomes taught about an item stays when it is re-imported (feedback is learned, never imported);
+        # the cluster is ingestion's to assign, whatever the input says
+        item = incoming.model_copy(update={"feedback": previous.feedback if previous else incoming.feedback})
+        if previous is None and self.threshold is not None:
+            existing = self.exact_duplicate(item, vector)
+            if existing is not None:
+                merged = merged_item(existing, item)
+                text = merged.embedding_text()  # the same words, but the title may be the existing item's
+                self.batch.put(merged, vector if text == item.embedding_text() else self.embedder.embed([text])[0])
+                return ItemResult(item.id, item.project, Action.MERGED, existing.cluster, into=existing.id)
+        action = Action.REPLACED if previous else Action.ADDED
+        if previous is not None and previous.content_hash == item.content_hash and previous.kind is item.kind:
+            cluster_id = previous.cluster_id  # same text: same cluster (None stays None: its own)
+            near = None
+        else:
+            near = self.nearest(item, vector)
+            cluster_id = near[1].cluster if near else None
+        self.batch.put(item.model_copy(update={"cluster_id": cluster_id}), vector)
+        return ItemResult(
+            item.id,
+            item.project,
+            action,
+            cluster_id or item.id,
+            near=near[1].id if near else None,
+            similarity=round(near[0], 4) if near else None,
+        )
 
 
 def ingest(
@@ -197,53 +264,42 @@ def ingest(
     store: VectorStore,
     *,
     near_duplicate: float | None = DEFAULT_NEAR_DUPLICATE,
+    progress: Progress | None = None,
 ) -> IngestReport:
-    """Embed and store ``items`` (see the module doc); ``near_duplicate`` None turns merging off."""
+    """Embed and store ``items`` (see the module doc); ``near_duplicate`` None: no merging and no clustering, every
+    item is stored as itself (benchmarks' templated corpora).
+
+    ``progress(done, total)`` is called as items are embedded and placed.
+    """
     if not items:
-        return IngestReport(upserted=0, projects=())
+        return IngestReport(results=(), projects=())
     if near_duplicate is not None and not 0.0 < near_duplicate <= 1.0:
         raise ValueError(f"near_duplicate must be in (0, 1], got {near_duplicate}")
-    vectors = embedder.embed([item.embedding_text() for item in items])
-    batch = _Batch()
-    merges: list[Merge] = []
-    own: set[tuple[str, str]] = set()
-    for incoming, vector in zip(items, vectors, strict=True):
-        key = (incoming.project, incoming.id)
-        previous = batch.items.get(key) or next(iter(store.get(incoming.project, [incoming.id])), None)
-        replaced = previous is not None
-        # what outcomes taught about an item stays when it is re-imported (feedback is learned, never imported)
-        item = incoming.model_copy(update={"feedback": previous.feedback}) if previous else incoming
-        found = None
-        if near_duplicate is not None and not replaced:
-            found = batch.duplicate_of(item, vector, near_duplicate) or _stored_duplicate(
-                item, vector, store, near_duplicate
-            )
-        if found is None:
-            batch.put(item, vector)
-            own.add(key)
-            continue
-        existing, similarity, exact = found
-        existing = batch.items.get((existing.project, existing.id), existing)
-        batch.put(merged_item(existing, item), vector)
-        merges.append(Merge(item.id, existing.id, item.project, round(similarity, 4), exact))
-    superseded, missing = _supersede(batch, embedder, store)
-    written = list(batch.items.values())
-    store.upsert(written, [batch.vectors[(i.project, i.id)] for i in written])
+    run = _Ingest(embedder, store, near_duplicate)
+    results: list[ItemResult] = []
+    if progress is not None:
+        progress(0, len(items))
+    for start in range(0, len(items), EMBED_CHUNK):
+        chunk = items[start : start + EMBED_CHUNK]
+        vectors = embedder.embed([item.embedding_text() for item in chunk])
+        results.extend(run.place(item, vector) for item, vector in zip(chunk, vectors, strict=True))
+        if progress is not None:
+            progress(len(results), len(items))
+    superseded, missing = _supersede(run.batch, embedder, store)
+    written = list(run.batch.items.values())
+    store.upsert(written, [run.batch.vectors[(i.project, i.id)] for i in written])
     return IngestReport(
-        upserted=len(own),
+        results=tuple(results),
         projects=tuple(sorted({i.project for i in items})),
-        merged=tuple(merges),
         superseded=tuple(superseded),
         supersede_missing=tuple(missing),
     )
 
 
-def _supersede(
-    batch: _Batch, embedder: Embedder, store: VectorStore
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def _supersede(batch: _Batch, embedder: Embedder, store: VectorStore) -> tuple[list[Key], list[Key]]:
     """Mark the items the batch's items supersede; returns (newly superseded, not found)."""
-    superseded: list[tuple[str, str]] = []
-    missing: list[tuple[str, str]] = []
+    superseded: list[Key] = []
+    missing: list[Key] = []
     for item in list(batch.items.values()):
         for old_id in item.supersedes:
             key = (item.project, old_id)

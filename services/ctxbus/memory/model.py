@@ -115,6 +115,9 @@ class MemoryItem(BaseModel):
     superseded_by: str | None = Field(default=None, max_length=200)
     #: learned from outcomes by ctxbus itself (not part of the wire's MemoryRecord: producers cannot set it)
     feedback: Feedback = Feedback()
+    #: the near-duplicate cluster the item belongs to, assigned by ingestion (store-side like ``feedback``, never
+    #: taken from the wire); None (an item stored before clusters existed, or founding none) is its own cluster
+    cluster_id: str | None = Field(default=None, max_length=200)
     created_at: AwareDatetime = Field(default_factory=_now)
     updated_at: AwareDatetime = Field(default_factory=_now)
 
@@ -131,7 +134,7 @@ class MemoryItem(BaseModel):
         cleaned = tuple(dict.fromkeys(v.strip().lower() for v in value if v.strip()))
         return cleaned
 
-    @field_validator("key_insight", "lesson_learned", "session_id", "mitigation", "superseded_by")
+    @field_validator("key_insight", "lesson_learned", "session_id", "mitigation", "superseded_by", "cluster_id")
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None
@@ -151,6 +154,11 @@ class MemoryItem(BaseModel):
     def active(self) -> bool:
         """Whether searches may return it (an item another replaced is kept for history only)."""
         return self.superseded_by is None
+
+    @property
+    def cluster(self) -> str:
+        """The item's near-duplicate cluster: ``cluster_id``, or its own id when it has none."""
+        return self.cluster_id or self.id
 
     @property
     def point_id(self) -> str:

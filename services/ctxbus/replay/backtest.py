@@ -30,6 +30,7 @@ from ctxbus.contract.envelope import AnyEnvelope, Envelope, Producer
 from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.profiles import InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_prototypes import build_classifier
@@ -136,6 +137,8 @@ def make_retriever(
     min_score: float,
     min_similarity: float,
     mode: SearchMode | None,
+    floor: FloorPolicy | None = None,
+    skip_meta_prompts: bool = False,
 ) -> RetrieverHandler:
     """The real retriever, as ``wiring.build_runners`` makes it; the one place to follow its constructor."""
     extra: dict[str, Any] = {"mode": mode} if mode is not None else {}
@@ -149,6 +152,8 @@ def make_retriever(
         min_similarity=min_similarity,
         clock=clock,
         classifier=build_classifier(embedder),
+        floor=floor,
+        skip_meta_prompts=skip_meta_prompts,
         **extra,
     )
 
@@ -189,6 +194,12 @@ def pipelines(
 ) -> tuple[Pipeline, Pipeline]:
     """(baseline, new): the services' setting, and the one to try."""
     base_clock, new_clock = _AsOf(), _AsOf()
+    from ctxbus.wiring import floor_policy  # noqa: PLC0415  (wiring imports the services)
+
+    abstention: dict[str, Any] = {
+        "floor": floor_policy(injection),
+        "skip_meta_prompts": injection.skip_meta_prompts,
+    }
     base = Pipeline(
         make_retriever(
             embedder,
@@ -199,6 +210,7 @@ def pipelines(
             min_score=injection.min_score,
             min_similarity=injection.min_similarity,
             mode=None,
+            **abstention,
         ),
         make_injector(topics, injection, embedder, base_clock),
         base_clock,
@@ -223,6 +235,7 @@ def pipelines(
                 settings.min_similarity if settings.min_similarity is not None else injection.min_similarity
             ),
             mode=settings.mode,
+            **abstention,
         ),
         make_injector(topics, new_injection, embedder, new_clock),
         new_clock,

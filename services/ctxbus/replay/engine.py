@@ -24,13 +24,16 @@ from datetime import datetime
 import structlog
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.lifeline import lifeline
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
-from ctxbus.replay.decode import Decoder, DecodeStats, Fact
+from ctxbus.replay.decode import Decoder
+from ctxbus.replay.facts import DecodeStats, Fact
 from ctxbus.replay.join import Joiner, JoinResult
 from ctxbus.replay.options import Selection
 from ctxbus.replay.read import PartitionRange, ReadCounts, ReadPlan, TopicReader, split_ranges
-from ctxbus.replay.report import Report, Source, build_report
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Report, Source
 
 #: Below this many records a replay reads and decodes in process (workers cost a few tenths of a second).
 MIN_RECORDS_FOR_WORKERS = 20_000
@@ -52,6 +55,7 @@ def topic_types(topics: Topics) -> dict[str, str | None]:
         topics.outcome_recorded: EventType.OUTCOME_RECORDED,
         topics.attempt_recorded: EventType.ATTEMPT_RECORDED,
         topics.memory_upserted: EventType.MEMORY_UPSERTED,
+        topics.memory_stored: EventType.MEMORY_STORED,
         topics.dead_letter: None,
     }
 
@@ -211,7 +215,8 @@ async def _in_workers(
     joiner = Joiner()
     total = _Part([], DecodeStats(), ReadCounts())
     loop = asyncio.get_running_loop()
-    with ProcessPoolExecutor(max_workers=count, mp_context=_context()) as pool:
+    # workers die with this process, even a SIGKILLed one (ctxbus.adapters.lifeline)
+    with ProcessPoolExecutor(max_workers=count, mp_context=_context(), initializer=lifeline()) as pool:
         parts = [
             loop.run_in_executor(pool, _worker, config, topics.prefix, share, selection)
             for share in split_ranges(plan.ranges, count)

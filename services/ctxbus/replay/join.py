@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ctxbus.replay.decode import (
+from ctxbus.replay.facts import (
     COMPLETED,
     INJECTED,
     REQUESTED,

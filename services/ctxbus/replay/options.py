@@ -36,6 +36,7 @@ TOPIC_ALIASES: dict[str, str] = {
     "outcome": "outcome_recorded",
     "attempt": "attempt_recorded",
     "memory": "memory_upserted",
+    "stored": "memory_stored",
     "deadletter": "dead_letter",
     "dlq": "dead_letter",
 }
@@ -114,14 +115,14 @@ def parse_offsets(text: str, topics: Topics) -> OffsetBound:
 
 
 def valid_topic_names(topics: Topics) -> list[str]:
-    return list(topics.all())
+    return list(topics.event_topics())
 
 
 def resolve_topics(names: Iterable[str], topics: Topics) -> list[str]:
     """Full topic names for full names, names without the prefix (``context.injected.v1``) or short
     names (``requested``, ``completed``, ``injected``, ``outcome``, ``attempt``, ``memory``,
     ``deadletter``); in the order given, without repeats. Raises UnknownTopic listing the valid names."""
-    full = topics.all()
+    full = topics.event_topics()
     without_prefix = {t[len(topics.prefix) + 1 :]: t for t in full}
     out: list[str] = []
     for raw in names:

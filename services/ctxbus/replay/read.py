@@ -26,7 +26,7 @@ from types import TracebackType
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.replay.decode import RawRecord
+from ctxbus.replay.facts import RawRecord
 from ctxbus.replay.options import Selection
 
 #: Large fetches: a replay reads whole partitions, not single events.

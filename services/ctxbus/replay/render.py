@@ -1,9 +1,8 @@
-"""The replay report for people (a plain-text table) and for tools (JSON, CSV, Parquet), and a chart (PNG).
+"""The replay report for people (a plain-text table) and for tools (JSON, CSV, Parquet).
 
 JSON is the whole report. CSV and Parquet are the chain table, one row per request
-(``report.CHAIN_COLUMNS``); Parquet also carries the report's JSON in its schema metadata under
-``ctxbus.replay.report``. The chart (matplotlib, Agg: no display needed) shows the latency
-distributions, injections over time, success by profile and the token distribution.
+(``chain_rows.CHAIN_COLUMNS``); Parquet also carries the report's JSON in its schema metadata under
+``ctxbus.replay.report``. The chart is ``replay.chart``; a backtest's rendering ``replay.render_backtest``.
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxbus.replay.compare import verdict
+from ctxbus.replay.chain_rows import CHAIN_COLUMNS, chain_rows
 from ctxbus.replay.join import Chain
-from ctxbus.replay.report import CHAIN_COLUMNS, Count, GroupRow, ItemRow, Report, Stats, chain_rows
+from ctxbus.replay.report_model import Count, GroupRow, ItemRow, Report, Stats
 
 if TYPE_CHECKING:
-    from ctxbus.replay.backtest import BacktestResult
+    pass
 
 FORMATS = ("table", "json", "csv", "parquet")
 #: Parquet schema metadata key holding the report's JSON.
@@ -239,7 +238,7 @@ def render_table(report: Report) -> str:
     if report.timeline:
         lines += [
             "",
-            f"Timeline ({_step(report.timeline_step_s)} buckets, UTC)",
+            f"Timeline ({step_label(report.timeline_step_s)} buckets, UTC)",
             *table(
                 ["start", "requests", "injected", "empty", "dead letters", "successful", "failed"],
                 [
@@ -251,7 +250,7 @@ def render_table(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _step(seconds: int) -> str:
+def step_label(seconds: int) -> str:
     for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{seconds // size} {unit}"
@@ -262,7 +261,7 @@ def render_json(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, default=str) + "\n"
 
 
-def _csv_value(value: object) -> object:
+def csv_value(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -278,7 +277,7 @@ def render_csv(chains: Iterable[Chain]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CHAIN_COLUMNS)
     for row in chain_rows(chains):
-        writer.writerow([_csv_value(row[c]) for c in CHAIN_COLUMNS])
+        writer.writerow([csv_value(row[c]) for c in CHAIN_COLUMNS])
     return buf.getvalue()
 
 
@@ -302,185 +301,6 @@ def write_parquet(chains: Iterable[Chain], report: Report, path: Path) -> None:
     )
     columns = {name: [row[name] for row in rows] for name in CHAIN_COLUMNS}
     pq.write_table(pa.Table.from_pydict(columns, schema=schema), str(path))
-
-
-def write_chart(report: Report, chains: Sequence[Chain], path: Path) -> None:
-    """A PNG: latency distributions, injections over time, success by profile, tokens per injection."""
-    import matplotlib  # noqa: PLC0415  (heavy; only the chart needs it)
-
-    matplotlib.use("Agg")
-    import matplotlib.dates as mdates  # noqa: PLC0415
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
-    (lat, timeline), (success, tokens) = axes
-    series = {
-        "request -> completed": [v for c in chains if (v := c.request_to_completed_ms) is not None],
-        "completed -> injected": [v for c in chains if (v := c.completed_to_injected_ms) is not None],
-        "end to end": [v for c in chains if (v := c.end_to_end_ms) is not None],
-    }
-    drawn = [(label, values) for label, values in series.items() if values]
-    if drawn:
-        top = max(max(v) for _, v in drawn)
-        low = max(0.01, min(min(v) for _, v in drawn))
-        bins = [low * (top / low) ** (i / 40) for i in range(41)] if top > low else 20
-        for label, values in drawn:
-            lat.hist([max(v, low) for v in values], bins=bins, histtype="step", linewidth=1.5, label=label)
-        if top > low:
-            lat.set_xscale("log")
-        lat.legend()
-    lat.set_title("Stage latency")
-    lat.set_xlabel("ms")
-    lat.set_ylabel("requests")
-    if report.timeline:
-        starts = [b.start for b in report.timeline]
-        width = report.timeline_step_s / 86_400 * 0.9
-        filled = [b.injected - b.empty for b in report.timeline]
-        timeline.bar(starts, filled, width=width, label="injected", align="edge")
-        timeline.bar(
-            starts, [b.empty for b in report.timeline], width=width, bottom=filled, label="empty", align="edge"
-        )
-        timeline.plot(
-            [s for s in starts],
-            [b.dead_letters for b in report.timeline],
-            color="red",
-            marker=".",
-            label="dead letters",
-        )
-        timeline.legend()
-        fmt = "%H:%M" if _one_day(starts) else "%m-%d %H:%M"
-        timeline.xaxis.set_major_formatter(mdates.DateFormatter(fmt))  # type: ignore[no-untyped-call]
-        timeline.tick_params(axis="x", labelrotation=30)
-    timeline.set_title(f"Injections over time ({_step(report.timeline_step_s)} buckets, UTC)")
-    profiles = [r for r in report.success_by.get("profile", []) if r.known]
-    if profiles:
-        names = [r.key for r in profiles]
-        success.bar(names, [r.success_rate or 0.0 for r in profiles])
-        for i, r in enumerate(profiles):
-            success.annotate(f"{r.successful}/{r.known}", (i, r.success_rate or 0.0), ha="center", va="bottom")
-        success.set_ylim(0, 1.1)
-    success.set_title("Success rate by profile (successful / known outcomes)")
-    token_values = [c.injected.token_estimate for c in chains if c.injected is not None]
-    if token_values:
-        tokens.hist(token_values, bins=40)
-    tokens.set_title("Tokens per injection")
-    tokens.set_xlabel("tokens")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _ids(prefix: str, ids: Sequence[str], limit: int = 4) -> str:
-    shown = " ".join(prefix + i for i in ids[:limit])
-    return shown + (f" (+{len(ids) - limit})" if len(ids) > limit else "")
-
-
-def render_backtest_table(result: BacktestResult) -> str:
-    """One line per re-run request, then the summary."""
-    s = result.summary
-    setting = ", ".join(f"{k} {v}" for k, v in result.settings.describe().items() if k not in ("baseline", "limit"))
-    against = "what was injected" if result.settings.baseline == "history" else "the services' setting re-run today"
-    lines = [
-        f"ctxbus replay --backtest: {s.requests:,} request(s) re-run with {setting or 'the same setting'}, "
-        f"compared with {against}; nothing was published"
-    ]
-    rows = []
-    for c in result.comparisons:
-        changes = " ".join(x for x in (_ids("-", c.dropped), _ids("+", c.added)) if x) or "same items"
-        moved = sum(1 for v in c.rank_changes.values() if v)
-        rows.append(
-            [
-                c.requested_at,
-                c.project,
-                c.agent,
-                f"{c.before.profile or '?'} > {c.after.profile or '?'}",
-                c.outcome or "-",
-                f"{c.jaccard:.2f}",
-                f"{len(c.before.item_ids)} > {len(c.after.item_ids)}",
-                f"{c.before.tokens} > {c.after.tokens} ({c.token_delta:+d})",
-                f"{moved} moved" if moved else "-",
-                changes,
-            ]
-        )
-    if rows:
-        lines += table(
-            [
-                "requested at",
-                "project",
-                "agent",
-                "profile",
-                "outcome",
-                "overlap",
-                "items",
-                "tokens",
-                "rank",
-                "dropped / added",
-            ],
-            rows,
-        )
-    lines += ["", "Summary"]
-    if s.requests:
-        lines.append(
-            f"  requests {s.requests:,}, unchanged {s.unchanged:,}, overlap (Jaccard) mean {s.mean_jaccard:.2f} "
-            f"median {s.median_jaccard:.2f}; tokens {s.tokens_before:,} > {s.tokens_after:,} "
-            f"(mean {s.mean_token_delta:+.0f} per request); empty injections {s.empty_before} > {s.empty_after}"
-        )
-        lines += [f"  {line}" for line in verdict(s)]
-        if s.most_dropped:
-            lines.append("  most dropped: " + ", ".join(f"{i} ({n})" for i, n in s.most_dropped))
-        if s.most_added:
-            lines.append("  most added: " + ", ".join(f"{i} ({n})" for i, n in s.most_added))
-    else:
-        lines.append("  no request could be compared")
-    if s.failed:
-        lines.append("  could not re-run: " + ", ".join(f"{k} ({n})" for k, n in s.failed.items()))
-    if s.left_out:
-        lines.append("  left out: " + ", ".join(f"{k.replace('_', ' ')} {n:,}" for k, n in s.left_out.items()))
-    return "\n".join(lines) + "\n"
-
-
-BACKTEST_COLUMNS = (
-    "correlation_id",
-    "requested_at",
-    "project",
-    "session_id",
-    "agent",
-    "outcome",
-    "profile_before",
-    "profile_after",
-    "jaccard",
-    "items_before",
-    "items_after",
-    "kept",
-    "dropped",
-    "added",
-    "tokens_before",
-    "tokens_after",
-    "token_delta",
-    "empty_reason_after",
-    "prompt",
-)
-
-
-def render_backtest(result: BacktestResult, fmt: str) -> str:
-    """The backtest as ``table``, ``json`` (settings, summary, requests) or ``csv`` (one row per request)."""
-    if fmt == "table":
-        return render_backtest_table(result)
-    if fmt == "json":
-        return json.dumps(result.to_dict(), indent=2, default=str) + "\n"
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(BACKTEST_COLUMNS)
-        for c in result.comparisons:
-            row = c.to_dict()
-            writer.writerow([_csv_value(row[k]) for k in BACKTEST_COLUMNS])
-        return buf.getvalue()
-    raise ValueError(f"a backtest is printed as table, json or csv, not {fmt!r}")
-
-
-def _one_day(moments: Sequence[datetime]) -> bool:
-    return (max(moments) - min(moments)).total_seconds() < 86_400 and max(moments).date() == min(moments).date()
 
 
 def output(report: Report, chains: Sequence[Chain], fmt: str, path: Path | None) -> str | None:

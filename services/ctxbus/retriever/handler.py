@@ -3,31 +3,49 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import structlog
 
 from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
-from ctxbus.contract.envelope import AnyEnvelope
-from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType
+from ctxbus.contract.envelope import AnyEnvelope, Envelope
+from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics
+from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
 from ctxbus.core.bounds import QUERY_TERMS_CHARS, embed_chars, prefix
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
+from ctxbus.core.collapse import collapse_near_copies
+from ctxbus.core.domains import detect_domain
 from ctxbus.core.fingerprint import fingerprint
+from ctxbus.core.meta_prompts import META_PROMPT, recognise
 from ctxbus.core.policy import apply_plan, plan_retrieval, preserve_order
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
+from ctxbus.core.task_profiles import (
+    TASK_TYPE_PROFILES,
+    TaskTypeProfile,
+    apply_task_profile,
+    limit_examples,
+    merge_candidates,
+    task_profile_for,
+)
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, SearchMode, SearchQuery, VectorStore
+from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
 
 log = structlog.get_logger("ctxbus.retriever")
 
 SERVICE = "retriever"
+#: Where a completed event's domain came from.
+DOMAIN_FROM_REQUEST = "request"
+DOMAIN_DETECTED = "detected"
+#: Empty reason of a strict domain that no item of the project (or the global scope) carries.
+NO_MEMORIES_IN_DOMAIN = "no_memories_in_domain"
 
 
 def query_text(request: RetrievalRequested) -> str:
@@ -84,6 +102,22 @@ class Retrieval:
     task_type_confidence: float
     mentioned_files: tuple[str, ...]
     notices: tuple[str, ...] = ()
+    domain: str | None = None
+    domain_source: str | None = None
+    task_profile: TaskTypeProfile | None = None
+    #: the relevance floor's verdict (None: not judged) and what the store said about the candidates
+    relevance: Relevance | None = None
+    evidence: Evidence | None = None
+
+
+def request_domain(request: RetrievalRequested) -> str | None:
+    """The request's own domain, stripped and lower-cased like item domains (None: none given)."""
+    return request.domain.strip().lower() or None if request.domain else None
+
+
+def strict_domain(request: RetrievalRequested) -> str | None:
+    """The domain every candidate must carry: the request's, when it asks for a strict domain."""
+    return request_domain(request) if request.strict_domain else None
 
 
 class RetrieverHandler:
@@ -101,8 +135,17 @@ class RetrieverHandler:
         classifier: TaskClassifier | None = None,
         classifications: SessionClassificationCache | None = None,
         mode: SearchMode = SearchMode.HYBRID,
+        collapse: bool = True,
+        task_profiles: Mapping[TaskType, TaskTypeProfile] = TASK_TYPE_PROFILES,
+        floor: FloorPolicy | None = None,
+        skip_meta_prompts: bool = False,
     ) -> None:
         self._mode = mode
+        #: collapse near copies (an injected context); off for search results (see ``searching``)
+        self._collapse = collapse
+        self._task_profiles = task_profiles
+        self._floor = floor
+        self._skip_meta_prompts = skip_meta_prompts
         self._embedder = embedder
         self._store = store
         self._topics = topics
@@ -114,7 +157,18 @@ class RetrieverHandler:
         self._classifier = classifier
         self._classifications = classifications or SessionClassificationCache()
 
+    def searching(self) -> RetrieverHandler:
+        """This retriever for search results (``Memory.search``): every near copy is listed, none collapsed."""
+        twin = copy.copy(self)
+        twin._collapse = False
+        return twin
+
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        return [Output(self._topics.retrieval_completed, await self.complete(event))]
+
+    async def complete(self, event: AnyEnvelope, *, abstain: bool = True) -> Envelope[RetrievalCompleted]:
+        """The completed event for a request; ``abstain=False`` skips the relevance floor and meta-prompt
+        recognition (ranked search shows the ranking as it is; injection abstains)."""
         if not isinstance(event.payload, RetrievalRequested):
             raise PoisonEvent(f"the retriever takes retrieval requests, not {event.event_type}")
         request: RetrievalRequested = event.payload
@@ -123,17 +177,28 @@ class RetrieverHandler:
         except (UnknownProfile, InvalidOverride) as exc:
             raise PoisonEvent(str(exc)) from exc
         started = time.perf_counter()
-        retrieval = Retrieval([], 0, request.task_type, 1.0, ())
+        given = request_domain(request)
+        retrieval = Retrieval(
+            [], 0, request.task_type, 1.0, (), domain=given, domain_source=DOMAIN_FROM_REQUEST if given else None
+        )
         empty_reason: str | None = None
+        meta = self._meta_prompt(request) if abstain else None
         if not request.prompt.strip():
             empty_reason = "empty_prompt"
+        elif meta is not None:  # not a task: no embedding, no search
+            empty_reason = META_PROMPT
+            retrieval = Retrieval([], 0, request.task_type, 1.0, (), (f"{META_PROMPT}: {meta}",))
         else:
             try:
-                retrieval = await asyncio.to_thread(self._retrieve, event.project, event.session_id, request, profile)
+                retrieval = await asyncio.to_thread(
+                    self.retrieve, event.project, event.session_id, request, profile, abstain=abstain
+                )
             except (OSError, TimeoutError) as exc:
                 raise RetriableError(f"vector store unavailable: {exc}") from exc
             if not retrieval.hits:
-                empty_reason = "no_memories_in_project" if not retrieval.candidates else "nothing_relevant_enough"
+                empty_reason = "no_memories_in_project" if not retrieval.candidates else NOTHING_RELEVANT_ENOUGH
+                if not retrieval.candidates and strict_domain(request):
+                    empty_reason = NO_MEMORIES_IN_DOMAIN
         items: tuple[RankedItem, ...] = tuple(to_payload_item(h) for h in retrieval.hits)
         mix = fingerprint(
             profile,
@@ -141,6 +206,10 @@ class RetrieverHandler:
             retrieval.hits,
             mentioned_files=retrieval.mentioned_files,
             task_id=request.task_id,
+            domain=retrieval.domain,
+            domain_source=retrieval.domain_source,
+            strict_domain=strict_domain(request) is not None,
+            task_profile=retrieval.task_profile,
         )
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         completed = RetrievalCompleted(
@@ -157,6 +226,8 @@ class RetrieverHandler:
             fingerprint=mix.hash,
             fingerprint_components={k: json.dumps(v, sort_keys=True, default=str) for k, v in mix.components.items()},
             notices=retrieval.notices,
+            domain=retrieval.domain,
+            domain_source=retrieval.domain_source,
         )
         log.info(
             "retrieved",
@@ -165,10 +236,20 @@ class RetrieverHandler:
             candidates=retrieval.candidates,
             profile=profile.name,
             task_type=retrieval.task_type,
+            domain=retrieval.domain,
             fingerprint=mix.hash,
+            empty_reason=empty_reason,
+            relevance=round(retrieval.relevance.score, 4) if retrieval.relevance else None,
             ms=round(elapsed_ms, 2),
         )
-        return [Output(self._topics.retrieval_completed, event.caused(completed, producer=SERVICE))]
+        return event.caused(completed, producer=SERVICE)
+
+    def _meta_prompt(self, request: RetrievalRequested) -> str | None:
+        """The kind of meta prompt a user's prompt is (task notification, command echo, ...), if it is one."""
+        if not self._skip_meta_prompts or request.trigger is not Trigger.USER_PROMPT:
+            return None
+        kind = recognise(request.prompt)
+        return kind.value if kind is not None else None
 
     def _task_type(
         self, session_id: str, request: RetrievalRequested, vector: list[float]
@@ -184,15 +265,36 @@ class RetrieverHandler:
             self._classifications.put(session_id, request.prompt, found)
         return found.task_type, found.confidence
 
-    def _retrieve(
-        self, project: str, session_id: str, request: RetrievalRequested, profile: ContextProfile
+    def _domain(
+        self, request: RetrievalRequested, files: Sequence[str], candidates: Sequence[SearchHit]
+    ) -> tuple[str | None, str | None]:
+        """The request's domain, else one detected from the prompt and files among the candidates' domains."""
+        given = request_domain(request)
+        if given is not None:
+            return given, DOMAIN_FROM_REQUEST
+        vocabulary = {d for hit in candidates for d in hit.item.domains}
+        detected = detect_domain(request.prompt, files, vocabulary).domain
+        return detected, DOMAIN_DETECTED if detected else None
+
+    def retrieve(
+        self,
+        project: str,
+        session_id: str,
+        request: RetrievalRequested,
+        profile: ContextProfile,
+        *,
+        abstain: bool = True,
     ) -> Retrieval:
+        """Embed, search, rank and plan one request (blocking); with ``abstain`` the relevance floor judges it."""
         t0 = time.perf_counter()
         text = query_text(request)
         vector = self._embedder.embed_query(text)
         notices = window_notices(self._embedder, text)
+        if request.strict_domain and request_domain(request) is None:
+            notices += ("strict_domain_ignored: the request names no domain",)
         t1 = time.perf_counter()
         task_type, confidence = self._task_type(session_id, request, vector)
+        task_profile = task_profile_for(task_type, self._task_profiles)
         plan = plan_retrieval(
             profile,
             task_type,
@@ -200,33 +302,78 @@ class RetrieverHandler:
             request.mentioned_files,
             max_items=request.max_items,
             task_id=request.task_id,
+            task_profile=task_profile,
         )
-        hits = self._store.search(
-            SearchQuery(
-                vector=vector,
-                project=project,
-                text=text,
-                mode=self._mode,
-                limit=plan.candidate_limit,
-                kinds=sorted(plan.include_kinds),
-                exclude_kinds=sorted(plan.exclude_kinds),
-                min_confidence=request.min_confidence or None,
-                min_importance=plan.min_importance or None,
-            )
+        query = SearchQuery(
+            vector=vector,
+            project=project,
+            text=text,
+            mode=self._mode,
+            limit=plan.candidate_limit,
+            kinds=sorted(plan.include_kinds),
+            exclude_kinds=sorted(plan.exclude_kinds),
+            domain=strict_domain(request),
+            min_confidence=request.min_confidence or None,
+            min_importance=plan.min_importance or None,
         )
+        hits = self._store.search(query)
+        prefetched: list[SearchHit] = []
+        if plan.prefetch_kinds:  # the task type's kinds, so other kinds do not crowd them out
+            prefetched = self._store.search(replace(query, kinds=sorted(plan.prefetch_kinds)))
+        candidates, added = merge_candidates(hits, prefetched)
         t2 = time.perf_counter()
+        domain, domain_source = self._domain(request, plan.mentioned_files, candidates)
+        now = self._clock()
         ranked = rank(
-            hits,
-            domain=request.domain,
-            now=self._clock(),
+            candidates,
+            domain=domain,
+            now=now,
             weights=self._weights,
             min_score=self._min_score,
             min_similarity=self._min_similarity,
-            max_items=plan.candidate_limit,
+            max_items=max(plan.candidate_limit, len(candidates)),
         )
-        planned = preserve_order(apply_plan(ranked, plan), plan.preserve_head, plan.preserve_tail)
+        ranked = apply_task_profile(
+            ranked, task_profile, now=now, half_life_days=self._weights.half_life_days, prefetched=added
+        )
+        # near copies collapse into the best of their cluster (not in search results); the places freed go to the
+        # next distinct items, so the plan's cut comes after the collapse
+        collapsed = collapse_near_copies(
+            apply_plan(ranked, replace(plan, max_items=plan.candidate_limit)), plan.max_items, collapse=self._collapse
+        )
+        planned = preserve_order(collapsed, plan.preserve_head, plan.preserve_tail)
+        planned = limit_examples(planned, task_profile)
+        # the floor judges what the main search found (what it was calibrated on), not the task prefetch
+        evidence = Evidence.of(hits)
+        floor = self._floor if abstain and self._floor is not None and applies(request.trigger, self._floor) else None
+        verdict = relevance(evidence, floor) if floor is not None else None
+        kept = planned
+        if verdict is not None:
+            if verdict.passes:
+                kept = [replace(h, breakdown={**h.breakdown, **verdict.breakdown()}) for h in planned]
+            else:
+                kept = []
+                notices = (*notices, verdict.explain())
+                log.info(
+                    "abstained",
+                    project=project,
+                    why=verdict.explain(),
+                    dropped=[(h.item.id, round(h.breakdown.get("cosine", 0.0), 3)) for h in planned[:5]],
+                )
         t3 = time.perf_counter()
         self._metrics.stage.labels(SERVICE, "embed").observe(t1 - t0)
         self._metrics.stage.labels(SERVICE, "search").observe(t2 - t1)
         self._metrics.stage.labels(SERVICE, "rank").observe(t3 - t2)
-        return Retrieval(planned, len(hits), task_type, confidence, plan.mentioned_files, notices)
+        return Retrieval(
+            kept,
+            len(candidates),
+            task_type,
+            confidence,
+            plan.mentioned_files,
+            notices,
+            domain,
+            domain_source,
+            task_profile,
+            relevance=verdict,
+            evidence=evidence,
+        )

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
     ContextInjected,
     ContextSource,
+    MemoryAction,
+    MemoryStored,
+    MemoryStoreResult,
     RankedItem,
     RetrievalCompleted,
     RetrievalRequested,
@@ -24,6 +29,8 @@ def request_event() -> Envelope[RetrievalRequested]:
         prompt="Fix login after password reset",
         mentioned_files=("src/auth/login.py",),
         trigger=Trigger.USER_PROMPT,
+        strict_domain=True,
+        deadline=datetime(2026, 11, 23, 10, 0, 2, 500_000, tzinfo=UTC),
     )
     return Envelope.root(payload, project="acme/web", session_id="sess-1", producer="test")
 
@@ -41,6 +48,8 @@ def completed_event(request_event: Envelope[RetrievalRequested]) -> Envelope[Ret
         success_rate=0.8,
         score=0.77,
         breakdown={"similarity": 0.8, "total": 0.77},
+        cluster_id="c-1",
+        collapsed_ids=("p9",),
     )
     payload = RetrievalCompleted(
         request=request_event.payload,
@@ -48,8 +57,23 @@ def completed_event(request_event: Envelope[RetrievalRequested]) -> Envelope[Ret
         items=(item,),
         retrieval_duration_ms=3.5,
         embedding_model="m",
+        domain="auth",
+        domain_source="request",
     )
     return request_event.caused(payload, producer="retriever")
+
+
+@pytest.fixture
+def stored_event() -> Envelope[MemoryStored]:
+    payload = MemoryStored(
+        results=(
+            MemoryStoreResult(id="a", project="acme/web", action=MemoryAction.ADDED, cluster_id="a"),
+            MemoryStoreResult(id="b", project="acme/web", action=MemoryAction.MERGED, into="a"),
+            MemoryStoreResult(id="g", project="__global__", action=MemoryAction.REJECTED, reason="why"),
+        ),
+        superseded=("old",),
+    )
+    return Envelope.root(payload, project="acme/web", session_id="import", producer="retriever")
 
 
 @pytest.fixture

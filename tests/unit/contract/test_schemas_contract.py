@@ -36,14 +36,14 @@ def _decode_with_fastavro_only(data: bytes) -> dict[str, Any]:
     return record
 
 
-@pytest.mark.parametrize("name", ["request_event", "completed_event", "injected_event"])
+@pytest.mark.parametrize("name", ["request_event", "completed_event", "injected_event", "stored_event"])
 def test_schemas_dir_alone_decodes_every_event(name: str, request: pytest.FixtureRequest) -> None:
     event: AnyEnvelope = request.getfixturevalue(name)
     record = _decode_with_fastavro_only(EventSerializer()(event))
     assert record["envelope"]["event_id"] == event.event_id
     assert record["envelope"]["correlation_id"] == event.correlation_id
     assert record["envelope"]["event_type"] == event.event_type
-    assert record["payload"]["agent_name" if "agent_name" in record["payload"] else "request"]
+    assert set(record["payload"]) == set(type(event.payload).model_fields)
     assert type(event.payload).model_validate(record["payload"]) == event.payload
 
 
@@ -71,13 +71,24 @@ def _avro_fields(fullname: str) -> set[str]:
         (payloads.OutcomeRecorded, "ctxbus.payloads.OutcomeRecorded"),
         (payloads.AttemptRecorded, "ctxbus.payloads.AttemptRecorded"),
         (payloads.MemoryUpserted, "ctxbus.payloads.MemoryUpserted"),
+        (payloads.MemoryStored, "ctxbus.payloads.MemoryStored"),
         (MemoryItem, "ctxbus.payloads.MemoryRecord"),
     ],
 )
 def test_models_mirror_the_avro_records(model: type[BaseModel], fullname: str) -> None:
-    # an item's feedback is learned by ctxbus from outcomes, never sent: producers cannot forge it
-    local_only = {"feedback"} if model is MemoryItem else set()
+    # an item's feedback (learned from outcomes) and cluster (assigned by ingestion) are the store's, never sent:
+    # producers cannot forge them
+    local_only = {"feedback", "cluster_id"} if model is MemoryItem else set()
     assert set(model.model_fields) - local_only == _avro_fields(fullname)
+
+
+def test_memory_store_results_mirror_their_nested_record_and_enum() -> None:
+    schema = json.loads((SCHEMAS / "ctxbus.payloads.MemoryStored.avsc").read_text())
+    result = schema["fields"][0]["type"]["items"]
+    assert {f["name"] for f in result["fields"]} == set(payloads.MemoryStoreResult.model_fields)
+    action = next(f["type"] for f in result["fields"] if f["name"] == "action")
+    assert [m.value for m in payloads.MemoryAction] == action["symbols"]
+    assert action["default"] in action["symbols"]
 
 
 def test_envelope_model_mirrors_the_avro_envelope() -> None:
@@ -183,5 +194,8 @@ def test_events_written_with_every_archived_version_are_read_today(name: str, re
         data = frame(entry.schema_id, _write(entry.path, record))
         decoded = EventDeserializer(registry)(data)
         assert decoded.schema_version == event.schema_version  # the envelope field is what the producer wrote
-        assert decoded.payload.model_dump(include=old_fields) == event.payload.model_dump(include=old_fields)
+        # what the old producer wrote (nested records too), with today's defaults for what it did not know
+        old_schema = fastavro.schema.load_schema(str(entry.path))
+        as_written = fastavro.schemaless_reader(io.BytesIO(_write(entry.path, record)), old_schema, old_schema)
+        assert decoded.payload == type(event.payload).model_validate(as_written["payload"])
         assert decoded.event_id == event.event_id

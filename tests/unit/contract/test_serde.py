@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ctxbus.contract.envelope import AnyEnvelope, Envelope, EventType
-from ctxbus.contract.payloads import DeadLetter, RetrievalRequested
+from ctxbus.contract.payloads import DeadLetter, MemoryUpserted, RetrievalRequested
 from ctxbus.contract.serde import (
     HEADER_CORRELATION_ID,
     HEADER_EVENT_TYPE,
@@ -26,6 +26,7 @@ from ctxbus.contract.serde import (
     to_record,
     unframe,
 )
+from ctxbus.memory.model import Feedback, MemoryItem
 
 ser = EventSerializer()
 de = EventDeserializer()
@@ -126,3 +127,13 @@ def test_dead_letter_record_round_trips() -> None:
         failed_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
     )
     assert decode_dead_letter(encode_dead_letter(record)) == record
+
+
+def test_store_side_item_fields_never_travel() -> None:
+    item = MemoryItem(
+        id="m", project="p", kind="pattern", content="x", cluster_id="forged", feedback=Feedback(uses=9, successes=9)
+    )
+    event = Envelope.root(MemoryUpserted(items=(item,)), project="p", session_id="s", producer="test")
+    (decoded,) = de(ser(event)).payload.items  # type: ignore[union-attr]
+    assert decoded.cluster_id is None and decoded.feedback == Feedback()
+    assert decoded.model_dump(exclude={"cluster_id", "feedback"}) == item.model_dump(exclude={"cluster_id", "feedback"})

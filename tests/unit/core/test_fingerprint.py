@@ -22,6 +22,7 @@ from ctxbus.core.fingerprint import (
 )
 from ctxbus.core.profiles import IMPLEMENTER, PLANNER, apply_overrides
 from ctxbus.core.ranking import RankedHit
+from ctxbus.core.task_profiles import TASK_TYPE_PROFILES
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -133,6 +134,9 @@ def test_the_mix_changes_the_hash(change: dict[str, object]) -> None:
         {"context_tokens": 1900},  # same bucket
         {"tags": ["x"]},
         {"compression_ratio": 0.5},
+        {"domain": "auth", "domain_source": "detected"},
+        {"domain": "auth", "domain_source": "request", "strict_domain": True},
+        {"task_profile": TASK_TYPE_PROFILES[TaskType.BUGFIX]},
     ],
 )
 def test_descriptive_components_do_not_split_the_hash(change: dict[str, object]) -> None:
@@ -184,3 +188,13 @@ def test_quantise(share: float, expected: float) -> None:
 def test_bad_inputs(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         fp(**kwargs)
+
+
+def test_the_domain_and_the_task_profile_are_recorded() -> None:
+    c = fp(domain="auth", domain_source="detected", task_profile=TASK_TYPE_PROFILES[TaskType.BUGFIX]).components
+    assert (c["domain"], c["domain_source"], c["strict_domain"]) == ("auth", "detected", False)
+    assert c["task_profile"] == "bugfix" and len(str(c["task_profile_digest"])) == 8
+    plain = fp().components
+    assert plain["domain"] is None and plain["task_profile"] is None and plain["task_profile_digest"] is None
+    other = fp(task_profile=TASK_TYPE_PROFILES[TaskType.FEATURE]).components
+    assert other["task_profile_digest"] != c["task_profile_digest"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from ctxbus.core.gaps import (
 )
 
 POLICY = GapPolicy()
+NOW = datetime(2024, 6, 3, 9, 30, tzinfo=UTC)
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "agent_state_gap.json"
 
 
@@ -63,14 +66,14 @@ def reasons(indicators: list[Indicator]) -> list[str]:
 
 
 def test_an_empty_state_is_valid_and_has_no_gap() -> None:
-    assessment = assess_gap(state(), POLICY, by_topic)
+    assessment = assess_gap(state(), POLICY, by_topic, now=NOW)
     assert assessment.gap is None and assessment.indicators == () and assessment.confidence == 0.0
     assert assessment.why == "no gap indicators in the state"
 
 
 def test_unknown_keys_are_kept_and_shapes_are_tolerated() -> None:
     s = state(
-        decisions=[{"summary": "x"}],
+        notes=[{"summary": "x"}],
         current_task="Fix reset",
         health_status={"agent_cycle_times": {"dev": 5}, "baseline_cycle_time": 2},
         messages=[
@@ -80,7 +83,7 @@ def test_unknown_keys_are_kept_and_shapes_are_tolerated() -> None:
         gate_results={"lint": {"passed": False, "missing_context": ["style guide"]}},
         cycle_analysis=None,
     )
-    assert s.model_extra == {"decisions": [{"summary": "x"}]}
+    assert s.model_extra == {"notes": [{"summary": "x"}]}
     assert s.task == "Fix reset"
     assert s.health_metrics is not None and s.health_metrics.average_cycle_time == 2
     assert [m.content for m in s.messages] == ["plain text message", "block one"]
@@ -115,7 +118,7 @@ def test_many_errors_are_summarised() -> None:
 
 
 def test_the_sample_state_has_a_clarification_gap() -> None:
-    gap = detect_gap(parse_state(json.loads(SAMPLE.read_text())), POLICY, by_topic)
+    gap = detect_gap(parse_state(json.loads(SAMPLE.read_text())), POLICY, by_topic, now=NOW)
     assert gap is not None and gap.reason is GapReason.CLARIFICATION_REQUESTED
     assert gap.reasons == (GapReason.CLARIFICATION_REQUESTED, GapReason.LONG_CYCLE_TIME)
     assert gap.target == DEFAULT_TARGET and gap.agent == "dev"
@@ -144,8 +147,8 @@ def test_only_recent_messages_count_for_the_flag() -> None:
 
 
 def test_a_question_alone_corroborates_but_is_no_gap() -> None:
-    s = state(messages=[agent("Done with the endpoint. Should I also update the docs?")])
-    assessment = assess_gap(s, POLICY, by_topic)
+    s = state(messages=[agent("Done with the endpoint. Why did the old test pass at all?")])
+    assessment = assess_gap(s, POLICY, by_topic, now=NOW)
     assert reasons(list(assessment.indicators)) == ["agent_question"]
     assert assessment.gap is None and assessment.why.startswith("confidence 0.40 below 0.5")
     assert detect_clarification(state(messages=[user("Can you fix it?")]), POLICY) == []
@@ -158,9 +161,94 @@ def test_a_question_and_a_long_cycle_together_are_a_gap() -> None:
         messages=[agent("Which cache should hold sessions?")],
         health_metrics={"agent_cycle_times": {"dev": 300}, "baseline_cycle_times": {"dev": 100}},
     )
-    gap = detect_gap(s, POLICY)
+    gap = detect_gap(s, POLICY, now=NOW)
     assert gap is not None and gap.reason is GapReason.LONG_CYCLE_TIME
     assert gap.confidence == pytest.approx(1 - (1 - 0.4) * (1 - 0.55))
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        ("The expected token lifetime is unclear from the ticket.", "unclear"),
+        ("I need more info about the session store before changing it.", "need more info"),
+        ("Not sure what the TTL of a reset link should be.", "not sure what"),
+        ("I don\u2019t know which cache the sessions live in.", "don't know which"),
+        ("Could you clarify whether other devices stay logged in", "could you clarify"),
+        ("The ticket is ambiguous about refresh tokens, so I stopped.", "ambiguous"),
+    ],
+)
+def test_clarification_phrasing_is_a_gap(text: str, phrase: str) -> None:
+    gap = detect_gap(state(current_agent="dev", messages=[user("Fix the reset flow."), agent(text)]), POLICY, now=NOW)
+    assert gap is not None and gap.reason is GapReason.CLARIFICATION_REQUESTED
+    (found,) = gap.indicators
+    assert found.signal == "clarification_phrase" and f'"{phrase}"' in found.evidence and found.need == text
+    assert found.weight == POLICY.clarification_phrase_weight >= POLICY.min_confidence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Should I keep other devices logged in after a reset?",
+        "The fix is ready. Do you want refresh tokens revoked on reset? I can do either.",
+        "@user which region is production?",
+        "Orchestrator, is STORY-139 merged yet?",
+    ],
+)
+def test_a_question_addressed_to_the_user_or_orchestrator_is_a_gap(text: str) -> None:
+    gap = detect_gap(state(current_agent="dev", messages=[agent(text)]), POLICY, now=NOW)
+    assert gap is not None and [i.signal for i in gap.indicators] == ["addressed_question"]
+    assert gap.indicators[0].weight == POLICY.addressed_question_weight >= POLICY.min_confidence
+    assert "?" in gap.indicators[0].evidence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It is clear now: revoke the tokens.",
+        "I know which cache to use.",
+        "I'll clarify the docs after the fix.",
+        "Which cache should hold sessions? Redis, per ADR-007.",
+        "Sure, done.",
+        "",
+    ],
+)
+def test_ordinary_messages_ask_for_nothing(text: str) -> None:
+    assert detect_clarification(state(messages=[agent(text)]), POLICY) == []
+
+
+def test_an_answered_request_is_no_gap_and_unanswered_older_ones_count() -> None:
+    answered = state(messages=[agent("Not sure what TTL to use. Should I pick one?"), user("15 minutes.")])
+    assert detect_clarification(answered, POLICY) == []
+    pending = state(messages=[user("Go."), agent("The TTL is unclear."), agent("Reading the cache code meanwhile.")])
+    (found,) = detect_clarification(pending, POLICY)
+    assert found.signal == "clarification_phrase" and found.evidence.startswith("message 1 ")
+    flagged = state(messages=[agent("Unclear: which store?", clarification_needed=True)])
+    assert reasons(detect_clarification(flagged, POLICY)) == ["clarification_flag"]  # not counted twice
+
+
+def test_phrases_are_found_in_long_messages() -> None:
+    long = "the cache code reads fine " * 20_000 + "and the ttl is settled"  # ~520,000 characters
+    assert reasons(detect_clarification(state(messages=[agent(long)]), POLICY)) == []
+    long = "the cache code reads fine " * 20_000 + "but I am not sure what the ttl is"
+    assert reasons(detect_clarification(state(messages=[agent(long)]), POLICY)) == ["clarification_phrase"]
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+def test_a_gap_carries_a_stable_id_and_when_it_was_detected() -> None:
+    s = state(current_agent="dev", agent_output={"missing_context": ["session TTL"]})
+    first, again = detect_gap(s, POLICY, now=NOW), detect_gap(s, POLICY, now=NOW)
+    assert first is not None and again is not None
+    assert first.gap_id == again.gap_id == str(uuid.UUID(first.gap_id)) and first.detected_at == NOW
+    later = detect_gap(s, POLICY, now=NOW + timedelta(seconds=1))
+    other = detect_gap(state(current_agent="qa", agent_output={"missing_context": ["session TTL"]}), POLICY, now=NOW)
+    assert later is not None and other is not None and len({first.gap_id, later.gap_id, other.gap_id}) == 3
+    assert first.to_dict()["gap_id"] == first.gap_id and first.to_dict()["detected_at"] == "2024-06-03T09:30:00+00:00"
+    given = detect_gap(s, POLICY, now=NOW, gap_id="gap-7")
+    assert given is not None and given.gap_id == "gap-7"
+    with pytest.raises(ValueError, match="timezone-aware"):
+        detect_gap(s, POLICY, now=datetime(2024, 6, 3))
 
 
 # --- circular logic ----------------------------------------------------------------------------
@@ -223,7 +311,7 @@ def test_a_cycle_over_twice_the_baseline_is_long_and_exactly_twice_is_not() -> N
     (ind,) = detect_long_cycle(cycle(math.nextafter(200.0, 300.0), 100.0), POLICY)
     assert ind.reason is GapReason.LONG_CYCLE_TIME and ind.weight == POLICY.long_cycle_weight
     assert "2.00x its baseline 100s" in ind.evidence
-    assert detect_gap(cycle(201.0, 100.0), POLICY) is not None  # a long cycle alone is a gap
+    assert detect_gap(cycle(201.0, 100.0), POLICY, now=NOW) is not None  # a long cycle alone is a gap
 
 
 def test_the_agents_own_baseline_wins_over_the_average() -> None:
@@ -306,8 +394,8 @@ def test_confidence_is_a_noisy_or_over_reasons() -> None:
 
 def test_a_gap_needs_the_minimum_confidence_exactly() -> None:
     s = cycle(300.0, 100.0)
-    assert detect_gap(s, GapPolicy(min_confidence=POLICY.long_cycle_weight)) is not None
-    assessment = assess_gap(s, GapPolicy(min_confidence=math.nextafter(POLICY.long_cycle_weight, 1.0)))
+    assert detect_gap(s, GapPolicy(min_confidence=POLICY.long_cycle_weight), now=NOW) is not None
+    assessment = assess_gap(s, GapPolicy(min_confidence=math.nextafter(POLICY.long_cycle_weight, 1.0)), now=NOW)
     assert assessment.gap is None and "cycle_time" in assessment.why
 
 
@@ -318,7 +406,7 @@ def test_the_strongest_indicator_names_the_gap() -> None:
         gate_results=[{"gate": "dod", "passed": False, "missing_context": "TTL"}],
         messages=[agent("which store?", clarification_needed=True)],
     )
-    gap = detect_gap(s, POLICY)
+    gap = detect_gap(s, POLICY, now=NOW)
     assert gap is not None and gap.reason is GapReason.EXPLICIT_FLAG
     assert set(gap.reasons) == {GapReason.EXPLICIT_FLAG, GapReason.GATE_FAILURE, GapReason.CLARIFICATION_REQUESTED}
     assert gap.query.text.splitlines()[:3] == ["ADR-007", "which store?", "dod: TTL"]
@@ -355,7 +443,7 @@ def test_the_query_is_bounded() -> None:
 
 
 def test_a_state_with_nothing_to_say_still_gets_a_query() -> None:
-    gap = detect_gap(cycle(500.0, 100.0), POLICY)
+    gap = detect_gap(cycle(500.0, 100.0), POLICY, now=NOW)
     assert gap is not None and gap.query.text == "long_cycle_time for agent dev"
 
 
@@ -374,7 +462,7 @@ def test_before_a_handoff_the_context_is_for_the_receiver() -> None:
     s = state(
         current_agent="dev", handoff={"pending": True, "target_agent": "qa"}, agent_output={"missing_context": True}
     )
-    gap = detect_gap(s, POLICY)
+    gap = detect_gap(s, POLICY, now=NOW)
     assert gap is not None and gap.agent == "qa" == needing_agent(s) and gap.target == HANDOFF_TARGET
     assert needing_agent(state(current_agent="dev", handoff={"pending": False, "to_agent": "qa"})) == "dev"
 
@@ -387,6 +475,8 @@ def test_before_a_handoff_the_context_is_for_the_receiver() -> None:
     [
         ({"explicit_flag_weight": 0.0}, "explicit_flag_weight must be in"),
         ({"gate_failure_weight": 1.2}, "gate_failure_weight must be in"),
+        ({"clarification_phrase_weight": 0.0}, "clarification_phrase_weight must be in"),
+        ({"addressed_question_weight": 1.5}, "addressed_question_weight must be in"),
         ({"min_confidence": -0.1}, "min_confidence must be in"),
         ({"long_cycle_weight": math.nan}, "must be finite"),
         ({"long_cycle_ratio": 1.0}, "long_cycle_ratio must be above 1"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer
 
+from ctxbus.contract.payloads import Outcome
 from ctxbus.core.precontext import (
     LOOP_LINE,
+    TASK_END_STATES,
     TRUNCATED_LINE,
     AttemptRecord,
     PreContextPolicy,
@@ -20,6 +23,7 @@ from ctxbus.core.precontext import (
     helper_context,
     loop_detected,
     retry_context,
+    task_end_state,
 )
 from ctxbus.core.tokens import estimate_tokens
 
@@ -124,6 +128,8 @@ def test_the_hard_line_limit_truncates_visibly() -> None:
     small = PreContextPolicy(max_lines=5)
     lines = retry_context([attempt(1, validation_errors=("a", "b", "c"), files_created=("x",))], small).splitlines()
     assert len(lines) == 5 and lines[-1] == TRUNCATED_LINE
+    tiny = retry_context([attempt(1, validation_errors=("a",))], PreContextPolicy(max_lines=3)).splitlines()
+    assert tiny == ["--- RETRY CONTEXT ---", TRUNCATED_LINE]  # a cut never leaves a list's heading alone
 
 
 @pytest.mark.parametrize(
@@ -180,3 +186,92 @@ def test_what_cannot_fit_is_shortened_as_far_as_it_goes_and_keeps_its_shape() ->
         assert estimate_tokens(fitted) < estimate_tokens(full), kind
         assert fitted.splitlines()[0] == full.splitlines()[0] and fitted.endswith("--- END CONTEXT ---\n")
         assert "…" in fitted
+
+
+# --- the fallback names the provider that failed and what it left -------------------------------
+
+
+def test_the_fallback_describes_the_named_providers_attempt_not_the_last_one() -> None:
+    attempts = [
+        attempt(1, files_created=("src/auth/middleware.ts",), validation_errors=("auth routes not registered",)),
+        attempt(2, provider="copilot", files_updated=("src/index.ts",), validation_errors=("404 on /login",)),
+    ]
+    text = circuit_breaker_context(attempts, POLICY, provider="gemini", reason="rate_limit_exceeded")
+    assert text.splitlines() == [
+        "--- PROVIDER SWITCH CONTEXT ---",
+        "Previous provider (gemini) failed: rate_limit_exceeded",
+        "Previous attempt created: src/auth/middleware.ts",
+        'Validation error: "auth routes not registered"',
+        "Continue from where gemini left off. Avoid recreating existing files.",
+        "--- END CONTEXT ---",
+    ]
+
+
+def test_the_fallback_keeps_what_the_providers_earlier_attempts_did() -> None:
+    # gemini created a file and failed validation, then ran out of quota on its next attempt
+    attempts = [
+        attempt(1, files_created=("src/auth/middleware.ts",), validation_errors=("auth routes not registered",)),
+        attempt(2, exit_reason="quota_exhausted"),
+    ]
+    lines = circuit_breaker_context(attempts, POLICY, provider="gemini").splitlines()
+    assert lines[1] == "Previous provider (gemini) failed: quota_exhausted"
+    assert "Previous attempts created: src/auth/middleware.ts" in lines
+    assert 'Validation error: "auth routes not registered"' in lines
+
+
+def test_a_failed_provider_without_attempts_of_its_own_is_named_and_the_others_work_is_not_its() -> None:
+    attempts = [attempt(1, files_created=("app/Icon.tsx",), validation_errors=("icons missing",))]
+    lines = circuit_breaker_context(attempts, POLICY, provider="cursor", reason="timeout").splitlines()
+    assert lines[1] == "Previous provider (cursor) failed: timeout"
+    assert "Earlier attempts created: app/Icon.tsx" in lines
+    assert not any(line.startswith("Previous attempt") for line in lines)
+    assert lines[-2] == "Continue from where cursor left off. Avoid recreating existing files."
+
+
+# --- no header without content -------------------------------------------------------------------
+
+
+def test_a_retry_after_an_attempt_without_validation_errors_says_how_it_ended() -> None:
+    attempts = [
+        attempt(1, validation_errors=("Missing unit tests",), files_created=("src/auth/service.ts",)),
+        attempt(2, exit_reason="execution_error"),
+        attempt(3, status="completed"),
+    ]
+    lines = retry_context(attempts, POLICY).splitlines()
+    assert "Attempt #4 - Previous validation failures:" not in lines
+    assert lines[:4] == [
+        "--- RETRY CONTEXT ---",
+        "Attempt #4 - previous attempt completed",
+        "Last validation failures (attempt 1):",
+        "- Missing unit tests",
+    ]
+    assert "Already created: src/auth/service.ts" in lines
+    bare = retry_context([attempt(1, exit_reason="execution_error")], POLICY).splitlines()
+    assert bare[1] == "Attempt #2 - previous attempt failed: execution_error"
+    assert not any(line.endswith(":") for line in bare)
+
+
+@pytest.mark.parametrize("kind", list(PreContextType))
+def test_no_line_announces_a_list_that_is_not_there(kind: PreContextType) -> None:
+    cases = [
+        [attempt(1)],
+        [attempt(1, status="completed")],
+        [attempt(1, validation_errors=("x",)), attempt(2, exit_reason="crash")],
+        [attempt(n, files_created=("a",)) for n in (1, 2, 3)],
+    ]
+    for attempts in cases:
+        lines = build_precontext(kind, attempts, POLICY, provider="gemini").splitlines()
+        for line, after in itertools.pairwise(lines):
+            if line.endswith(":"):
+                assert after.startswith("- "), (kind, lines)
+
+
+def test_a_task_outcome_completes_or_abandons_the_task() -> None:
+    assert [task_end_state(o) for o in ("successful", "partial", "failed", "unknown", "other")] == [
+        "completed",
+        "completed",
+        "abandoned",
+        "abandoned",
+        "abandoned",
+    ]
+    assert set(TASK_END_STATES) == {o.value for o in Outcome}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ctxbus.contract.payloads import TaskType
 from ctxbus.core.approach import suggest
 from ctxbus.core.prime import TaskContext, prime_document, to_json
 from ctxbus.core.sections import LEARNINGS, PATTERNS, PRINCIPLES, REFERENCE, WARNINGS, mitigation, section_of, severity
@@ -58,20 +59,6 @@ def test_severity_is_own_or_derived_and_mitigation_falls_back_to_the_lesson() ->
     assert mitigation(PARTIAL) is None
 
 
-def test_the_approach_quotes_what_worked_the_pattern_the_principle_and_the_worst_pitfall_first() -> None:
-    approach = suggest([OK, FAILED, PATTERN, PRINCIPLE, WARN])
-    assert approach.based_on == 2 and approach.successful == 1
-    assert approach.steps[0] == "Start with an integration test (worked before)."
-    assert "Token Refresh" in approach.steps[1] and "src/auth/t.py" in approach.steps[1]
-    assert approach.steps[2] == "Keep to: Validate tokens at API boundaries."
-    assert approach.steps[3].startswith("Watch out (critical)")  # critical before high
-    assert "instead: Cache ids, not objects." in approach.steps[4]
-    assert approach.item_ids == ("l-ok", "pa", "pr", "w", "l-bad")
-    assert approach.text.startswith("Based on 2 similar past tasks (1 successful), recommend: 1) Start with")
-    assert suggest([ADR]).text == "" and suggest([]).steps == ()
-    assert suggest([OK, FAILED]) == suggest([OK, FAILED])  # deterministic
-
-
 def test_the_prime_document_has_seed_001s_shape() -> None:
     items = [PRINCIPLE, PATTERN, OK, FAILED, ADR]
     scores = {("p", i.id): 0.5 + n / 10 for n, i in enumerate(items)}
@@ -114,3 +101,16 @@ def test_the_prime_document_has_seed_001s_shape() -> None:
     assert doc["reference"][0]["kind"] == "decision"
     assert doc["suggested_approach"] == suggest(items).text and doc["token_count"] == 123
     assert json.loads(to_json(doc)) == doc
+
+
+def test_the_prime_document_carries_the_task_aware_approach_and_the_budget_report() -> None:
+    items = [PRINCIPLE, WARN]
+    approach = suggest(items, TaskType.BUGFIX)
+    budget = {"profile": "implementer", "compressed": ["w"], "left_out": [{"id": "x", "reason": "tier_budget"}]}
+    doc = prime_document(
+        TaskContext("bugfix", 1.0, None, "implementer", None), items, {}, approach, token_count=9, budget=budget
+    )
+    assert doc["suggested_approach"] == approach.text and doc["budget"] == budget
+    assert doc["approach_steps"][0] == {"step": approach.steps[0], "item_id": None}  # the task type's own step
+    assert [s["item_id"] for s in doc["approach_steps"][1:]] == ["w", "pr"]
+    assert "budget" not in prime_document(TaskContext(None, 0.0, None, "helper", None), [], {}, approach, token_count=0)

@@ -11,21 +11,16 @@ import pytest
 
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, ContextSource, DeadLetter, RetrievalRequested, Trigger
-from ctxbus.dashboard.aggregate import (
-    LATENCY_BOUNDS_MS,
-    STAGES,
-    Aggregator,
+from ctxbus.dashboard.aggregate import STAGES, Aggregator
+from ctxbus.dashboard.rows import (
     DeadLetterRow,
     InjectionRow,
-    LatencyHistogram,
-    MinuteSeries,
-    SecondCounter,
     SkippedRow,
     dead_letter_reason,
     dead_letter_row,
     injection_row,
-    percentiles,
 )
+from ctxbus.dashboard.series import LATENCY_BOUNDS_MS, LatencyHistogram, MinuteSeries, SecondCounter, percentiles
 
 T0 = 1_800_000_000.0  # a minute boundary (divisible by 60)
 

@@ -17,6 +17,16 @@ def test_user_prompt_becomes_a_request() -> None:
     assert req.max_chars <= 10_000
 
 
+def test_hook_requests_leave_out_items_rated_below_the_neutral_confidence_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CTXBUS_HOOK_MIN_CONFIDENCE", raising=False)
+    req = request_for({"hook_event_name": "UserPromptSubmit", "prompt": "Fix login"}, HookSettings())
+    assert req.min_confidence == 0.5  # an unrated item (0.5) is kept, an explicitly doubted one is not
+    monkeypatch.setenv("CTXBUS_HOOK_MIN_CONFIDENCE", "0.8")
+    assert request_for({"hook_event_name": "UserPromptSubmit", "prompt": "x"}, HookSettings()).min_confidence == 0.8
+
+
 def test_session_start_asks_for_the_project_basics() -> None:
     req = request_for({"hook_event_name": "SessionStart", "source": "resume"}, HookSettings())
     assert req.trigger is Trigger.SESSION_START and "resume" in req.prompt

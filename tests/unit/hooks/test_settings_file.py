@@ -59,3 +59,21 @@ def test_similar_but_foreign_commands_are_not_ours() -> None:
     assert not is_ours({"command": "mctxbus hook stop"})
     assert not is_ours({"command": "ctxbus hooks install"})
     assert is_ours({"command": "ctxbus hook session-start"})
+
+
+def test_post_tool_use_is_installed_for_bash_only() -> None:
+    merged = with_ours({}, "ctxbus", 3)
+    (group,) = merged["hooks"]["PostToolUse"]
+    assert group["matcher"] == "Bash" and group["hooks"][0]["command"] == "ctxbus hook post-tool-use"
+    assert "matcher" not in merged["hooks"]["Stop"][0]
+    # PostToolUseFailure is opt-in: a Claude Code that does not know the event rejects the whole file
+    assert "PostToolUseFailure" not in merged["hooks"]
+
+
+def test_tool_failures_opt_in_and_uninstall() -> None:
+    merged = with_ours(OTHERS, "ctxbus", 3, tool_failures=True)
+    (group,) = merged["hooks"]["PostToolUseFailure"]
+    assert group["matcher"] == "Bash" and group["hooks"][0]["command"] == "ctxbus hook post-tool-use-failure"
+    assert without_ours(merged) == OTHERS
+    # installing again without the option takes it out again
+    assert "PostToolUseFailure" not in with_ours(merged, "ctxbus", 3)["hooks"]

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ctxbus.memory.ingest import near_duplicates, numbers
 from ctxbus.memory.jsonl_file import parse_jsonl_text
 from ctxbus.memory.markdown_file import atx_heading, parse_markdown_text, slugify, split_content
+from ctxbus.memory.near_copies import near_duplicates, numbers
 from ctxbus.memory.pattern_file import parse_patterns
 
 from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST_MAKERS, SIZE, Maker, adversarial_makers, assert_linear

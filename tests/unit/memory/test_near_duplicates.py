@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxbus.memory.ingest import near_duplicates, numbers, opposite
+from ctxbus.memory.near_copies import near_duplicates, numbers, opposite
 
 
 def test_numbers_carry_their_units() -> None:
@@ -23,3 +23,15 @@ def test_near_duplicates_need_similarity_same_numbers_and_no_contrast() -> None:
     assert near_duplicates(*same, similarity=0.9, threshold=0.75)
     assert not near_duplicates(*same, similarity=0.7, threshold=0.75)
     assert not near_duplicates("Set the pool to 20.", "Set the pool to 40.", similarity=0.99, threshold=0.75)
+
+
+def test_numbers_in_words_count_and_pronouns_do_not() -> None:
+    assert numbers("I ran eighteen miles on Sunday") != numbers("I ran twenty miles on Sunday")
+    assert numbers("If an old one shows up again, revoke it") == numbers("Revoke a reused token")
+    assert not near_duplicates("Sam ran eleven miles.", "Sam ran twelve miles.", similarity=0.95, threshold=0.75)
+
+
+def test_contracted_negations_are_negations() -> None:
+    assert opposite("He finally climbs the stairs by himself.", "He hasn't figured out the stairs yet.")
+    assert opposite("The cache is warm after deploys.", "The cache isn\u2019t warm after deploys.")
+    assert not opposite("Don't log tokens.", "Tokens shouldn't be logged.")

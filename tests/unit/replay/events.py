@@ -19,7 +19,7 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.serde import EventSerializer
 from ctxbus.contract.topics import Topics
-from ctxbus.replay.decode import RawRecord
+from ctxbus.replay.facts import RawRecord
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 TOPICS = Topics("t")

@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 from ctxbus.bench.replay import FOREIGN_RECORDS, check, synthetic_events
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer
 from ctxbus.contract.topics import Topics
-from ctxbus.replay.decode import Decoder, RawRecord
+from ctxbus.replay.decode import Decoder
 from ctxbus.replay.engine import topic_types
+from ctxbus.replay.facts import RawRecord
 from ctxbus.replay.join import Joiner
-from ctxbus.replay.report import Source, build_report
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Source
 
 TOPICS = Topics("b")
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)

@@ -13,21 +13,17 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import DeadLetter, Outcome, RetrievalRequested, Trigger
 from ctxbus.contract.registry import default_registry
 from ctxbus.contract.serde import HEADER_DEAD_LETTER, encode_dead_letter, frame, to_record
-from ctxbus.replay.decode import (
-    COMPLETED_PROJECTION,
-    DLQ_HEADER_PREFIX,
+from ctxbus.replay.decode import COMPLETED_PROJECTION, DLQ_HEADER_PREFIX, Decoder, project_schema, strip_logical_types
+from ctxbus.replay.engine import topic_types
+from ctxbus.replay.facts import (
     SKIP_REASONS,
     CompletedFact,
     DeadLetterFact,
-    Decoder,
     InjectedFact,
     OutcomeFact,
     RawRecord,
     RequestedFact,
-    project_schema,
-    strip_logical_types,
 )
-from ctxbus.replay.engine import topic_types
 
 from .events import T0, TOPICS, chain, outcome, raw, serialize
 
@@ -65,9 +61,9 @@ def test_every_stage_becomes_a_fact_with_the_envelope_and_payload_facts(decoder:
     assert i.request_emitted_us == us(req.emitted_at) and i.context_source == "rag_query"
     assert (o.outcome, o.scope, o.session_id, o.project) == ("failed", "session", "s1", "acme/web")
     assert stats.versions == {
-        ("context.retrieval.requested", 2): 1,
-        ("context.retrieval.completed", 2): 1,
-        ("context.injected", 2): 1,
+        ("context.retrieval.requested", 3): 1,
+        ("context.retrieval.completed", 3): 1,
+        ("context.injected", 3): 1,
         ("context.outcome.recorded", 1): 1,
     }
 
@@ -81,7 +77,7 @@ def _write_with(schema_id: int, event: Envelope) -> bytes:  # type: ignore[type-
 
 
 @pytest.mark.parametrize("stage", [0, 1, 2])
-def test_version_1_events_read_beside_version_2_with_the_same_facts(decoder: Decoder, stage: int) -> None:
+def test_version_1_events_read_beside_the_current_version_with_the_same_facts(decoder: Decoder, stage: int) -> None:
     event = chain()[stage]
     old_id = {0: 1, 1: 2, 2: 3}[stage]  # archived v1 ids of requested, completed, injected
     assert default_registry().by_id(old_id).version == 1
@@ -92,7 +88,8 @@ def test_version_1_events_read_beside_version_2_with_the_same_facts(decoder: Dec
     fresh, archived = facts
     assert fresh._replace(schema_id=0) == archived._replace(schema_id=0)
     assert archived.schema_id == old_id
-    assert sorted(v for (_, v) in stats.versions) == [1, 2]
+    current = default_registry().current(event.event_type).version
+    assert sorted(v for (_, v) in stats.versions) == [1, current]
 
 
 def test_the_completed_projection_reads_what_a_full_decode_reads(decoder: Decoder) -> None:
@@ -211,7 +208,7 @@ def test_events_the_report_only_counts_are_decoded_to_their_envelope(decoder: De
         producer="test",
     )
     facts, stats = decoder.decode([raw(attempt, topic=TOPICS.attempt_recorded)])
-    assert facts == [] and stats.decoded == 1 and stats.versions == {("agent.attempt.recorded", 1): 1}
+    assert facts == [] and stats.decoded == 1 and stats.versions == {("agent.attempt.recorded", 2): 1}
 
 
 def test_a_request_with_defaults_only_decodes(decoder: Decoder) -> None:

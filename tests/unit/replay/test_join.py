@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ctxbus.contract.payloads import Outcome, OutcomeScope
-from ctxbus.replay.decode import DeadLetterFact, Decoder, Fact
+from ctxbus.replay.decode import Decoder
 from ctxbus.replay.engine import topic_types
+from ctxbus.replay.facts import DeadLetterFact, Fact
 from ctxbus.replay.join import (
     STATUS_DEAD_LETTERED,
     STATUS_EMPTY,

@@ -85,7 +85,7 @@ def test_topic_names_full_without_prefix_or_short() -> None:
 def test_an_unknown_topic_lists_every_valid_name() -> None:
     with pytest.raises(UnknownTopic) as err:
         resolve_topics(["injected", "ctxbus.context.injected.v2"], TOPICS)
-    for topic in TOPICS.all():
+    for topic in TOPICS.event_topics():
         assert topic in str(err.value)
     assert "'ctxbus.context.injected.v2'" in str(err.value)
 

@@ -12,21 +12,17 @@ import pytest
 
 from ctxbus.contract.payloads import Outcome
 from ctxbus.replay.backtest import BacktestResult, BacktestSettings
+from ctxbus.replay.chain_rows import CHAIN_COLUMNS
+from ctxbus.replay.chart import write_chart
 from ctxbus.replay.compare import Injection, RequestComparison, summarise
-from ctxbus.replay.decode import Decoder, DecodeStats
+from ctxbus.replay.decode import Decoder
 from ctxbus.replay.engine import topic_types
+from ctxbus.replay.facts import DecodeStats
 from ctxbus.replay.join import Joiner, JoinResult
-from ctxbus.replay.render import (
-    PARQUET_REPORT_KEY,
-    output,
-    render_backtest,
-    render_csv,
-    render_table,
-    table,
-    write_chart,
-    write_parquet,
-)
-from ctxbus.replay.report import CHAIN_COLUMNS, Report, Source, build_report
+from ctxbus.replay.render import PARQUET_REPORT_KEY, output, render_csv, render_table, table, write_parquet
+from ctxbus.replay.render_backtest import render_backtest
+from ctxbus.replay.report import build_report
+from ctxbus.replay.report_model import Report, Source
 
 from .events import T0, TOPICS, chain, outcome, raw
 

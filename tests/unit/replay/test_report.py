@@ -7,20 +7,13 @@ from datetime import timedelta
 import pytest
 
 from ctxbus.contract.payloads import Outcome
-from ctxbus.replay.decode import DeadLetterFact, Decoder, DecodeStats, RawRecord
+from ctxbus.replay.chain_rows import CHAIN_COLUMNS, chain_rows
+from ctxbus.replay.decode import Decoder
 from ctxbus.replay.engine import topic_types
+from ctxbus.replay.facts import DeadLetterFact, DecodeStats, RawRecord
 from ctxbus.replay.join import Joiner
-from ctxbus.replay.report import (
-    CHAIN_COLUMNS,
-    Report,
-    Source,
-    Stats,
-    build_report,
-    chain_rows,
-    percentile,
-    time_step,
-    token_bucket,
-)
+from ctxbus.replay.report import build_report, time_step, token_bucket
+from ctxbus.replay.report_model import Report, Source, Stats, percentile
 
 from .events import T0, TOPICS, chain, outcome, raw
 

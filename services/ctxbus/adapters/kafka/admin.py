@@ -10,9 +10,18 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 
 
 async def ensure_topics(
-    config: KafkaClientConfig, topics: Iterable[str], *, partitions: int, replication: int
+    config: KafkaClientConfig,
+    topics: Iterable[str],
+    *,
+    partitions: int,
+    replication: int,
+    compacted: Iterable[str] = (),
 ) -> list[str]:
-    """Create the missing topics; returns the ones created (existing ones are left as they are)."""
+    """Create the missing topics; returns the ones created (existing ones are left as they are).
+
+    ``compacted`` topics (keyed state, such as the schemas topic) get one partition and
+    ``cleanup.policy=compact``."""
+    compact = set(compacted)
     admin = AIOKafkaAdminClient(**config.common("admin"))
     await admin.start()
     try:
@@ -20,7 +29,15 @@ async def ensure_topics(
         missing = [t for t in dict.fromkeys(topics) if t not in existing]
         if missing:
             await admin.create_topics(
-                [NewTopic(name=t, num_partitions=partitions, replication_factor=replication) for t in missing]
+                [
+                    NewTopic(
+                        name=t,
+                        num_partitions=1 if t in compact else partitions,
+                        replication_factor=replication,
+                        topic_configs={"cleanup.policy": "compact"} if t in compact else {},
+                    )
+                    for t in missing
+                ]
             )
         return missing
     finally:

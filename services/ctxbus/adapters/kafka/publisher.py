@@ -1,25 +1,70 @@
-"""Publishing envelopes: Avro body, routing headers, key = entity id, acknowledged sends."""
+"""Publishing envelopes: Avro body, routing headers, key = entity id, acknowledged sends.
+
+Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
+:class:`~ctxbus.adapters.kafka.limits.RecordTooLarge` and never reaches the producer client.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.limits import check_record_size
+from ctxbus.adapters.kafka.schemas_topic import announcements
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
+
+log = structlog.get_logger("ctxbus.publisher")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRecord:
+    """An encoded record that fits the size limit, ready to send."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    size: int
 
 
 class EventPublisher:
     """Owns one producer; ``publish`` returns once the broker has acknowledged the event."""
 
-    def __init__(self, config: KafkaClientConfig, client_id: str, serializer: EventSerializer | None = None):
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        client_id: str,
+        serializer: EventSerializer | None = None,
+        *,
+        schemas_topic: str | None = None,
+    ):
+        """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
+        (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
         self._serialize = serializer or EventSerializer()
+        self.max_record_bytes = config.settings.max_record_bytes
+        self._schemas_topic = schemas_topic
 
     async def start(self) -> None:
         await self._producer.start()
+        if self._schemas_topic is not None:
+            await self._announce(self._schemas_topic)
+
+    async def _announce(self, topic: str) -> None:
+        """Publish the current schema documents (best effort: a reader without them dead-letters, it does not
+        misread, so a broker that refuses them must not stop the producer)."""
+        try:
+            sends = [await self._producer.send(topic, value=value, key=key) for key, value in announcements()]
+            await asyncio.gather(*sends)
+        except KafkaError as exc:
+            log.warning("schemas_not_announced", topic=topic, error=repr(exc))
 
     async def stop(self) -> None:
         await self._producer.stop()
@@ -31,11 +76,25 @@ class EventPublisher:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    async def publish(self, topic: str, event: AnyEnvelope) -> Any:
-        """Send one event and wait for the acknowledgement; returns the record metadata."""
+    def prepare(self, topic: str, event: AnyEnvelope) -> PreparedRecord:
+        """Encode an event; RecordTooLarge when it is over the limit."""
         body = self._serialize(event)
         headers = event_headers(event, self._serialize.schema_id(event.event_type))
-        return await self._producer.send_and_wait(topic, value=body, key=str(event.entity_id).encode(), headers=headers)
+        return self.prepare_raw(topic, body, str(event.entity_id).encode(), headers)
+
+    def prepare_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers) -> PreparedRecord:
+        size = check_record_size(topic, key, value, headers, self.max_record_bytes)
+        return PreparedRecord(topic, key, value, headers, size)
+
+    async def send(self, record: PreparedRecord) -> Any:
+        """Send a prepared record and wait for the acknowledgement; returns the record metadata."""
+        return await self._producer.send_and_wait(
+            record.topic, value=record.value, key=record.key, headers=record.headers
+        )
+
+    async def publish(self, topic: str, event: AnyEnvelope) -> Any:
+        """Send one event and wait for the acknowledgement; returns the record metadata."""
+        return await self.send(self.prepare(topic, event))
 
     async def publish_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers) -> Any:
-        return await self._producer.send_and_wait(topic, value=value, key=key, headers=headers)
+        return await self.send(self.prepare_raw(topic, value, key, headers))

@@ -49,6 +49,10 @@ class ReplyRouter:
             await self._consumer.position(tp)
         self._task = asyncio.create_task(self._route())
 
+    def readiness(self) -> str | None:
+        """None once the router reads every partition of the injected topic (``/readyz``), else why not."""
+        return None if self._consumer.assignment() else "no partitions of the injected topic"
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -127,7 +131,10 @@ async def request_injection(
 
     TimeoutError after ``timeout_s``. Long-lived callers (the gateway) keep one router instead.
     """
-    async with ReplyRouter(config, topics.context_injected) as router, EventPublisher(config, client_id) as publisher:
+    async with (
+        ReplyRouter(config, topics.context_injected) as router,
+        EventPublisher(config, client_id, schemas_topic=topics.schemas) as publisher,
+    ):
         router.expect(request.correlation_id)
         await publisher.publish(topics.retrieval_requested, request)
         return await router.wait(request.correlation_id, timeout_s)

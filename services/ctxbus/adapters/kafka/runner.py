@@ -5,6 +5,9 @@
 - retriable failures are retried with exponential backoff, a bounded number of times;
 - poison (undecodable, unknown schema, invalid, oversize, or a handler that
   rejects it) goes to the dead-letter topic with the reason, and the loop goes on;
+  an original too large to republish goes in the truncated form (prefix, size, sha256);
+- an output over the record limit is never sent: its input is dead-lettered
+  (``output_too_large``), and the loop goes on;
 - an input already answered (redelivery after a crash or rebalance) is skipped;
 - per-partition order is kept; a rebalance waits for the batch in flight;
 - ``stop`` finishes the batch in flight, commits and closes.
@@ -21,15 +24,18 @@ from dataclasses import dataclass
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import IllegalStateError, KafkaError
+from aiokafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.adapters.kafka.dead_letter import dead_letter_for, dead_letter_headers
+from ctxbus.adapters.kafka.dead_letter import DeadLetterRecord, dead_letter_for, dead_letter_forms
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
-from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.limits import RecordTooLarge
+from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
+from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader, newer_schema_message
 from ctxbus.contract.envelope import AnyEnvelope
-from ctxbus.contract.serde import EventDecodeError, EventDeserializer
+from ctxbus.contract.registry import default_registry
+from ctxbus.contract.serde import EventDecodeError, EventDeserializer, UnknownSchemaId, unframe
 from ctxbus.observability import Metrics
 from ctxbus.settings import ServiceSettings
 
@@ -37,6 +43,10 @@ log = structlog.get_logger("ctxbus.runner")
 
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
+#: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
+BROKER_SILENCE_S = 15.0
+#: how often an idle consumer asks the broker for metadata, to know it still answers
+BROKER_PROBE_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,7 @@ class ConsumerRunner:
         metrics: Metrics,
         output_topics: Sequence[str] = (),
         deserializer: EventDeserializer | None = None,
+        schemas: SchemaTopicReader | None = None,
     ) -> None:
         self.name = name
         self.busy = asyncio.Lock()
@@ -102,13 +113,44 @@ class ConsumerRunner:
         self._settings = settings
         self._metrics = metrics
         self._output_topics = tuple(output_topics)
-        self._deserialize = deserializer or EventDeserializer()
+        # whatever a ctxbus producer may send is decoded (a larger value is poison: ``oversize``)
+        self._deserialize = deserializer or EventDeserializer(max_bytes=config.settings.max_record_bytes)
+        #: where schema ids of newer producers are looked up before a record is called undecodable
+        self._schemas = schemas
         self._answered = AnsweredLedger()
         self.ledger_stale = True
         self._outputs_sent = 0
         self._consumer: AIOKafkaConsumer | None = None
+        #: when the broker last answered this consumer (records, or a metadata probe), monotonic seconds
+        self._broker_seen = time.monotonic()
+        self._next_probe = 0.0
         #: set once the group has given this member its partitions (it can answer from then on)
         self.ready = asyncio.Event()
+
+    def readiness(self) -> str | None:
+        """None when this consumer can answer (it has its partitions and the broker answered lately), else
+        why not (for ``/readyz``; called from another thread, so it only reads state)."""
+        if self._consumer is None:
+            return "stopped"
+        if not self.ready.is_set():
+            return "waiting for its partitions"
+        silent_s = time.monotonic() - self._broker_seen
+        if silent_s > BROKER_SILENCE_S:
+            return f"no answer from the broker for {silent_s:.0f} s"
+        return None
+
+    async def _probe_broker(self, consumer: AIOKafkaConsumer) -> None:
+        """Every BROKER_PROBE_S without records, a metadata request tells whether the broker answers."""
+        now = time.monotonic()
+        if now - self._broker_seen < BROKER_PROBE_S or now < self._next_probe:
+            return
+        self._next_probe = now + BROKER_PROBE_S
+        try:
+            await asyncio.wait_for(consumer.topics(), BROKER_PROBE_S)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            log.warning("broker_probe_failed", service=self.name, error=repr(exc))
+            return
+        self._broker_seen = time.monotonic()
 
     async def refresh_ledger(self) -> None:
         """Add the causes on the tail of the output topics to the answered ledger."""
@@ -140,7 +182,9 @@ class ConsumerRunner:
                         if self.ledger_stale:
                             await self.refresh_ledger()
                         await self._process_batch(consumer, batch)
+                    self._broker_seen = time.monotonic()
                 await self._report_lag(consumer)
+                await self._probe_broker(consumer)
         finally:
             async with self.busy:
                 await consumer.stop()
@@ -169,7 +213,7 @@ class ConsumerRunner:
     async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> None:
         started = time.perf_counter()
         try:
-            event = self._deserialize(msg.value, expect=self._expect)
+            event = await self._decode(msg)
         except EventDecodeError as exc:
             await self._dead_letter(msg, exc, attempts=1, reason=exc.reason)
             return
@@ -187,14 +231,32 @@ class ConsumerRunner:
             outputs = await self._handle_with_retries(msg, event)
             if outputs is None:
                 return
-            for out in outputs:
-                await self._publish_with_retries(out)
-                self._metrics.produced.labels(self.name, out.topic).inc()
+            try:  # every output is sized before any is sent
+                records = [self._publisher.prepare(out.topic, out.event) for out in outputs]
+                for record in records:
+                    await self._publish_with_retries(record)
+                    self._metrics.produced.labels(self.name, record.topic).inc()
+            except (RecordTooLarge, MessageSizeTooLargeError) as exc:  # ours, or a broker's lower limit
+                await self._dead_letter(msg, exc, attempts=1, reason="output_too_large")
+                return
             self._answered.add(event_id)
             self._maybe_fault_exit(len(outputs))
             self._metrics.consumed.labels(self.name, self._topic, "processed").inc()
             self._metrics.processing.labels(self.name).observe(time.perf_counter() - started)
             log.debug("processed", offset=msg.offset, outputs=len(outputs))
+
+    async def _decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope:
+        """The record's event; a schema id of a newer producer is looked up on the schemas topic first."""
+        try:
+            return self._deserialize(msg.value, expect=self._expect)
+        except UnknownSchemaId:
+            schema_id, _ = unframe(msg.value or b"")
+            if self._schemas is not None and await self._schemas.resolve(schema_id):
+                return self._deserialize(msg.value, expect=self._expect)
+            registry = self._schemas.registry if self._schemas is not None else default_registry()
+            message = newer_schema_message(schema_id, list(msg.headers or ()), registry)
+            log.error("unknown_schema_id", schema_id=schema_id, topic=self._topic, offset=msg.offset, detail=message)
+            raise UnknownSchemaId(message) from None
 
     async def _handle_with_retries(
         self, msg: ConsumerRecord[bytes, bytes], event: AnyEnvelope
@@ -220,35 +282,50 @@ class ConsumerRunner:
                 await self._dead_letter(msg, exc, attempts=attempts, reason="handler_error")
                 return None
 
-    async def _publish_with_retries(self, out: Output) -> None:
+    async def _publish_with_retries(self, record: PreparedRecord) -> None:
         attempts = 0
         while True:
             attempts += 1
             try:
-                await self._publisher.publish(out.topic, out.event)
+                await self._publisher.send(record)
                 return
+            except MessageSizeTooLargeError:
+                raise  # the broker's limit: trying again cannot help
             except KafkaError as exc:
                 if attempts > self._settings.max_retries:
                     raise  # not committed: the input is redelivered after restart
                 delay = self._backoff(attempts)
-                log.warning("publish_retry", topic=out.topic, attempt=attempts, delay_s=delay, error=repr(exc))
+                log.warning("publish_retry", topic=record.topic, attempt=attempts, delay_s=delay, error=repr(exc))
                 await asyncio.sleep(delay)
 
     async def _dead_letter(
         self, msg: ConsumerRecord[bytes, bytes], error: BaseException, *, attempts: int, reason: str
     ) -> None:
         record = dead_letter_for(msg, group=self._group, error=error, attempts=attempts, reason=reason)
-        headers = dead_letter_headers(record, list(msg.headers or ()))
-        attempt = 0
+        forms = dead_letter_forms(
+            msg,
+            record,
+            reason,
+            max_bytes=self._publisher.max_record_bytes,
+            prefix_bytes=self._settings.dead_letter_prefix_bytes,
+        )
+        letter = next(forms)
         while True:
-            attempt += 1
             try:
-                await self._publisher.publish_raw(self._dlq, msg.value, msg.key, headers)
+                await self._publish_with_retries(
+                    self._publisher.prepare_raw(self._dlq, letter.value, letter.key, letter.headers)
+                )
                 break
-            except KafkaError:
-                if attempt > self._settings.max_retries:
+            except (RecordTooLarge, MessageSizeTooLargeError) as exc:  # a broker with a lower limit than ours
+                smaller = next(forms, None)
+                if smaller is None:
                     raise
-                await asyncio.sleep(self._backoff(attempt))
+                log.warning(
+                    "dead_letter_refused", offset=msg.offset, error=repr(exc), kept_bytes=len(smaller.value or b"")
+                )
+                letter = smaller
+        if letter.truncated:
+            self._log_truncated(msg, letter)
         self._metrics.consumed.labels(self.name, self._topic, "dead_lettered").inc()
         self._metrics.dead_letters.labels(self.name, self._topic, reason).inc()
         log.warning(
@@ -259,6 +336,16 @@ class ConsumerRunner:
             reason=reason,
             error_class=record.error_class,
             error=record.error_message,
+        )
+
+    def _log_truncated(self, msg: ConsumerRecord[bytes, bytes], letter: DeadLetterRecord) -> None:
+        log.warning(
+            "dead_letter_truncated",
+            topic=msg.topic,
+            partition=msg.partition,
+            offset=msg.offset,
+            original_bytes=len(msg.value or b""),
+            kept_bytes=len(letter.value or b""),
         )
 
     def _backoff(self, attempt: int) -> float:

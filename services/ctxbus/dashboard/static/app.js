@@ -244,7 +244,7 @@
   }
 
   function injectionRow(r) {
-    const tr = el("tr", { "data-id": r.id, class: r.chars === 0 ? "empty-row" : "" }, [
+    const tr = el("tr", { "data-id": r.id, "data-cid": r.correlation_id, class: r.chars === 0 ? "empty-row" : "" }, [
       cell(fmtTime(r.at)),
       cell(r.project),
       cell(r.session),
@@ -262,6 +262,101 @@
     if (!firstRender && !seen.has(r.id)) tr.classList.add("fresh");
     seen.add(r.id);
     return tr;
+  }
+
+  // ------------------------------------------------------------------ inspector
+
+  let inspecting = null;
+
+  function dl(pairs) {
+    const list = el("dl", {});
+    for (const [k, v] of pairs) {
+      if (v === null || v === undefined || v === "") continue;
+      list.append(el("dt", { text: k }), el("dd", { text: String(v) }));
+    }
+    return list;
+  }
+
+  function clipped(part) {
+    return part.text + (part.omitted_chars ? ` … [+${fmtInt(part.omitted_chars)} chars]` : "");
+  }
+
+  function breakdownText(b) {
+    const keys = ["similarity", "lexical", "domain", "conviction", "recency", "outcome_weight", "tier_factor",
+      "kind_boost", "file_boost"];
+    const parts = [];
+    for (const k of keys) if (k in b) parts.push(`${k} ${Number(b[k]).toFixed(3)}`);
+    if ("cosine" in b) parts.push(`cosine ${Number(b.cosine).toFixed(3)}`);
+    if ("bm25" in b) parts.push(`bm25 ${Number(b.bm25).toFixed(2)}`);
+    return parts.join(" · ");
+  }
+
+  function renderInspection(doc) {
+    const body = [];
+    const r = doc.retrieval;
+    const inj = doc.injection;
+    body.push(dl([["project", doc.project], ["session", doc.session]]));
+    if (r) {
+      const q = r.request;
+      body.push(el("h3", { text: `Request · ${q.trigger} · ${q.agent_name} as ${q.agent_role}` }));
+      body.push(el("pre", { "data-testid": "inspector-prompt", text: clipped(q.prompt) }));
+      body.push(el("h3", { text: "How it was read" }));
+      body.push(dl([
+        ["profile", r.profile],
+        ["task type", r.task_type ? `${r.task_type} (${Number(r.task_type_confidence).toFixed(2)})` : "–"],
+        ["domain", r.domain ? `${r.domain} (${r.domain_source})` : "–"],
+        ["fingerprint", r.fingerprint],
+        ["candidates", r.candidates_considered],
+        ["retrieval", fmtMs(r.retrieval_ms)],
+        ["nothing retrieved", r.empty_reason],
+        ["notices", r.notices.join("; ")],
+      ]));
+      body.push(el("h3", { text: `Ranked items (${r.items.length})` }));
+      const rows = r.items.map((it) => el("tr", { class: it.injected === false ? "left-out" : "" }, [
+        el("td", { class: "num", text: String(it.rank) }),
+        el("td", { class: "num", text: Number(it.score).toFixed(3) }),
+        el("td", {}, [
+          el("div", { text: `${it.kind} · ${it.id}${it.injected === false ? " · left out" : ""}` }),
+          el("div", { text: it.title || it.content.text }),
+          el("div", { class: "parts", text: breakdownText(it.breakdown) }),
+          it.collapsed_ids.length ? el("div", { class: "parts", text: `near copies left out: ${it.collapsed_ids.join(", ")}` }) : el("span", {}),
+        ]),
+      ]));
+      const table = el("table", { "data-testid": "inspector-items" }, [
+        el("thead", {}, [el("tr", {}, [el("th", { class: "num", text: "#" }), el("th", { class: "num", text: "score" }), el("th", { text: "item and why" })])]),
+        el("tbody", {}, rows.length ? rows : [el("tr", { class: "placeholder" }, [el("td", { colspan: "3", text: "no items ranked" })])]),
+      ]);
+      body.push(table);
+    } else {
+      body.push(el("p", { class: "warn", text: "The retrieval event of this injection is not kept (read before the dashboard started?)." }));
+    }
+    if (inj) {
+      body.push(el("h3", { text: `Injected context · ${fmtInt(inj.context_chars)} chars · ~${fmtInt(inj.token_estimate)} tokens${inj.truncated ? " · truncated" : ""}` }));
+      if (inj.empty_reason) body.push(el("p", { class: "warn", text: `empty: ${inj.empty_reason}` }));
+      body.push(el("pre", { "data-testid": "inspector-context", text: clipped(inj.context) || "(nothing)" }));
+    }
+    $("insp-chain").textContent = doc.correlation_id;
+    $("insp-body").replaceChildren(...body);
+  }
+
+  function openInspection(cid) {
+    inspecting = cid;
+    $("inspector").hidden = false;
+    $("insp-chain").textContent = cid;
+    $("insp-body").replaceChildren(el("p", { class: "muted", text: "loading…" }));
+    fetch(`/api/injection?id=${encodeURIComponent(cid)}`)
+      .then((resp) => resp.json().then((doc) => ({ ok: resp.ok, doc })))
+      .then(({ ok, doc }) => {
+        if (inspecting !== cid) return;
+        if (!ok) { $("insp-body").replaceChildren(el("p", { class: "warn", text: doc.error || "not found" })); return; }
+        renderInspection(doc);
+      })
+      .catch((err) => { if (inspecting === cid) $("insp-body").replaceChildren(el("p", { class: "warn", text: String(err) })); });
+  }
+
+  function closeInspection() {
+    inspecting = null;
+    $("inspector").hidden = true;
   }
 
   // ------------------------------------------------------------------ render
@@ -313,7 +408,7 @@
 
     $("recent-note").textContent = s.recent.length ? `latest ${s.recent.length}` : "";
     fillTable($("recent"), s.recent, injectionRow, "waiting for injections…", 13);
-    fillTable($("empties"), s.recent_empty, (r) => el("tr", { "data-id": r.id }, [
+    fillTable($("empties"), s.recent_empty, (r) => el("tr", { "data-id": r.id, "data-cid": r.correlation_id }, [
       cell(fmtTime(r.at)), cell(r.project), cell(r.session), cell(r.trigger), cell(r.empty_reason || "", "reason"),
     ]), "no empty injections", 5);
     fillTable($("dead"), s.dead_letters.recent, (r) => el("tr", {}, [
@@ -396,6 +491,14 @@
     const project = params.get("project") || "";
     if (project) $("project").replaceChildren(el("option", { value: "", text: "All projects" }), el("option", { value: project, text: project }));
     $("project").value = project;
+    for (const id of ["recent", "empties"]) {
+      $(id).addEventListener("click", (e) => {
+        const row = e.target.closest("tr[data-cid]");
+        if (row) openInspection(row.getAttribute("data-cid"));
+      });
+    }
+    $("insp-close").addEventListener("click", closeInspection);
+    document.addEventListener("keydown", (e) => { if (e.key === "Escape") closeInspection(); });
     $("project").addEventListener("change", () => {
       const p = $("project").value;
       const url = new URL(window.location.href);

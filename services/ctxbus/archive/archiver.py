@@ -1,0 +1,227 @@
+"""The archiver: a group-less consumer that appends everything the ctxbus topics carry to the archive.
+
+It assigns itself every partition of the prefix's topics (no consumer group: it never shares or moves
+anyone's partitions), resumes after the last archived offset, writes each record to its partition's
+current file, and every ``flush_interval_s`` flushes the files (so a SIGKILL loses at most that much)
+and snapshots the committed positions of the prefix's consumer groups into ``state.json``. Retention
+runs every minute. Asked to stop, it first reads up to the end of every partition, so a SIGTERM loses
+nothing the services wrote before they stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord
+
+from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.archive.files import PartitionWriter, read_file, scan
+from ctxbus.archive.layout import expired
+from ctxbus.archive.state import ArchiveState, tp_key
+from ctxbus.contract.topics import Topics
+
+log = structlog.get_logger("ctxbus.archive")
+
+FETCH_TIMEOUT_MS = 200
+MAX_RECORDS = 2_000
+#: how often new topics and partitions are looked for, and retention runs
+HOUSEKEEPING_S = 60.0
+REDISCOVER_S = 5.0
+#: how long a stopping archiver keeps reading to reach the end of every partition
+DRAIN_TIMEOUT_S = 5.0
+
+
+def last_archived(root: Path) -> dict[tuple[str, int], int]:
+    """The last archived offset of every partition (read from each partition's newest file)."""
+    newest: dict[tuple[str, int], Path] = {}
+    for f in scan(root):
+        newest[f.key] = f.path  # scan is in offset order: the last one wins
+    last: dict[tuple[str, int], int] = {}
+    for key, path in newest.items():
+        for record in read_file(path):
+            last[key] = max(last.get(key, -1), int(record["offset"]))
+    return last
+
+
+class Archiver:
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        topics: Topics,
+        root: Path,
+        *,
+        flush_interval_s: float = 1.0,
+        offsets_interval_s: float = 5.0,
+        retention_days: float = 30.0,
+        retention_bytes: int = 1 << 30,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._config, self._topics, self._root = config, topics, root
+        self._flush_s, self._offsets_s = flush_interval_s, offsets_interval_s
+        self._retention_days, self._retention_bytes = retention_days, retention_bytes
+        self._clock = clock
+        self._state = ArchiveState.load(root)
+        self._writers: dict[TopicPartition, PartitionWriter] = {}
+        self._assigned: set[TopicPartition] = set()
+        self._next: dict[TopicPartition, int] = {}  # next archive offset expected per partition
+        self._group_readers: dict[str, AIOKafkaConsumer] = {}
+        #: the next archive offset of each partition the archive already holds (read at start)
+        self._resume_from: dict[TopicPartition, int] = {}
+        self.archived = 0
+        self.ready = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
+        consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None))  # no group, no commits
+        admin = AIOKafkaAdminClient(**self._config.common("archiver"))
+        await consumer.start()
+        await admin.start()
+        try:
+            self._resume_from = {TopicPartition(t, p): o + 1 for (t, p), o in last_archived(self._root).items()}
+            await self._assign(consumer)
+            self.ready.set()
+            now = time.monotonic()
+            next_flush, next_offsets = now + self._flush_s, now + self._offsets_s
+            next_rediscover, next_housekeeping = now + REDISCOVER_S, now
+            while not stop.is_set():
+                try:
+                    await self._poll(consumer)
+                    now = time.monotonic()
+                    if now >= next_flush:
+                        self._flush()
+                        next_flush = now + self._flush_s
+                    if now >= next_offsets:
+                        await self._snapshot_offsets(admin)
+                        next_offsets = now + self._offsets_s
+                    if now >= next_rediscover:
+                        await self._assign(consumer)
+                        next_rediscover = now + REDISCOVER_S
+                    if now >= next_housekeeping:
+                        self._retention()
+                        next_housekeeping = now + HOUSEKEEPING_S
+                except KafkaError as exc:
+                    log.warning("archive_broker_error", error=repr(exc))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), 1.0)
+            await self._drain(consumer)
+            with contextlib.suppress(KafkaError, OSError):
+                await self._snapshot_offsets(admin)
+        finally:
+            for writer in self._writers.values():
+                writer.close()
+            self._state.save(self._root)
+            for reader in self._group_readers.values():
+                with contextlib.suppress(Exception):
+                    await reader.stop()
+            await consumer.stop()
+            with contextlib.suppress(Exception):
+                await admin.close()
+            log.info("archive_stopped", archived=self.archived)
+
+    async def _assign(self, consumer: AIOKafkaConsumer) -> None:
+        await consumer.topics()  # refresh what the client knows
+        wanted = {
+            TopicPartition(topic, p) for topic in self._topics.all() for p in consumer.partitions_for_topic(topic) or ()
+        }
+        fresh = sorted(wanted - self._assigned)
+        if not fresh:
+            return
+        begins = await consumer.beginning_offsets(fresh)
+        ends = await consumer.end_offsets(fresh)
+        consumer.assign(sorted(wanted))
+        for tp in sorted(wanted):
+            if tp in fresh:
+                base = self._state.base(tp.topic, tp.partition)
+                resume = self._resume_from.get(tp)
+                position = begins[tp] if resume is None else resume - base
+                position = min(max(position, begins[tp]), max(ends[tp], begins[tp]))
+                self._next[tp] = position + base
+            consumer.seek(tp, self._next[tp] - self._state.base(tp.topic, tp.partition))
+        self._assigned = wanted
+        log.info("archive_assigned", partitions=len(wanted))
+
+    async def _poll(self, consumer: AIOKafkaConsumer) -> int:
+        if not self._assigned:
+            await asyncio.sleep(FETCH_TIMEOUT_MS / 1000.0)
+            return 0
+        batch = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=MAX_RECORDS)
+        count = 0
+        for tp, records in batch.items():
+            for record in records:
+                self._write(tp, record)
+                count += 1
+        return count
+
+    def _write(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
+        offset = record.offset + self._state.base(tp.topic, tp.partition)
+        if offset < self._next.get(tp, 0):
+            return  # already archived (a re-read after a reconnect)
+        writer = self._writers.get(tp)
+        if writer is None:
+            writer = self._writers[tp] = PartitionWriter(self._root, tp.topic, tp.partition)
+        writer.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "offset": offset,
+                "timestamp": int(record.timestamp),
+                "timestamp_type": int(record.timestamp_type or 0),
+                "key": record.key,
+                "value": record.value,
+                "headers": [{"key": k, "value": v} for k, v in record.headers or ()],
+            }
+        )
+        self._next[tp] = offset + 1
+        self.archived += 1
+
+    def _flush(self) -> None:
+        for writer in self._writers.values():
+            writer.flush()
+
+    async def _drain(self, consumer: AIOKafkaConsumer) -> None:
+        """Read on until a poll brings nothing (the end of every partition), within DRAIN_TIMEOUT_S."""
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        with contextlib.suppress(KafkaError):
+            while time.monotonic() < deadline and await self._poll(consumer):
+                pass
+        self._flush()
+
+    async def _snapshot_offsets(self, admin: AIOKafkaAdminClient) -> None:
+        """The committed position of every consumer group of the prefix, in archive offsets."""
+        groups = sorted(g for g, _kind in await admin.list_consumer_groups() if g.startswith(f"{self._topics.prefix}."))
+        for group in groups:
+            reader = self._group_readers.get(group)
+            if reader is None:
+                reader = AIOKafkaConsumer(**self._config.consumer("archiver-offsets", group))
+                await reader.start()
+                self._group_readers[group] = reader
+            positions = self._state.groups.setdefault(group, {})
+            for tp in sorted(self._assigned):
+                committed = await reader.committed(tp)
+                if committed is not None:
+                    positions[tp_key(tp.topic, tp.partition)] = committed + self._state.base(tp.topic, tp.partition)
+        self._state.save(self._root)
+
+    def _retention(self) -> None:
+        files = scan(self._root)
+        open_paths = {w.path for w in self._writers.values() if w.path is not None}
+        for f in expired(
+            files,
+            now=datetime.fromtimestamp(self._clock(), UTC),
+            retention_days=self._retention_days,
+            retention_bytes=self._retention_bytes,
+        ):
+            if f.path in open_paths:
+                continue
+            with contextlib.suppress(OSError):
+                f.path.unlink()
+                log.info("archive_file_expired", path=str(f.path), bytes=f.size)

@@ -1,0 +1,317 @@
+"""Which shell commands are checks (tests, builds, type checks, linters), and which check they are (pure).
+
+A Bash command line is split into its simple commands (at ``&&``, ``||``, ``;``, ``|`` and new
+lines); each is stripped of what only wraps a tool (``cd x``, ``FOO=1``, ``timeout 60``, ``uv run``,
+``npx``, ``python -m`` ...) and its first words are looked up here. The *family* names "the same
+check run again" (``pytest`` now and ``pytest -x tests/a.py`` later are one family), so a failure
+fixed by a later pass of the same family can be told from two different checks.
+
+Installing, formatting in place, running an app or a script, reading files and searching are
+not checks: their output says nothing about whether the work succeeded.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+TEST = "test"
+BUILD = "build"
+TYPECHECK = "typecheck"
+LINT = "lint"
+#: kinds in the order a command's main check is chosen (a command running a build and tests is a test run)
+KIND_ORDER = (TEST, TYPECHECK, BUILD, LINT)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    family: str
+    kind: str
+    #: the toolchain whose test runs compile the code first (``cargo test`` builds what ``cargo build`` builds)
+    toolchain: str | None = None
+
+
+_SPLIT = re.compile(r"\|\||&&|[;|\n]")
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+#: words that only run the next words (dropped, with their own options)
+_WRAPPERS = {"sudo", "env", "time", "nice", "command", "exec", "xvfb-run", "dotenv", "stdbuf", "caffeinate"}
+#: two-word launchers: ``uv run pytest`` is pytest
+_LAUNCHERS = {
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("rye", "run"),
+    ("bundle", "exec"),
+    ("pnpm", "exec"),
+    ("pnpm", "dlx"),
+    ("yarn", "dlx"),
+    ("npm", "exec"),
+    ("conda", "run"),
+}
+_RUNNERS = {"npx", "bunx", "pnpx"}
+_PYTHONS = re.compile(r"^(python[0-9.]*|py)$")
+
+#: first word -> (family, kind); the family is the tool
+_TOOLS: dict[str, tuple[str, str]] = {
+    "pytest": ("pytest", TEST),
+    "py.test": ("pytest", TEST),
+    "tox": ("tox", TEST),
+    "nox": ("nox", TEST),
+    "jest": ("jest", TEST),
+    "vitest": ("vitest", TEST),
+    "mocha": ("mocha", TEST),
+    "ava": ("ava", TEST),
+    "karma": ("karma", TEST),
+    "rspec": ("rspec", TEST),
+    "phpunit": ("phpunit", TEST),
+    "pest": ("pest", TEST),
+    "ctest": ("ctest", TEST),
+    "busted": ("busted", TEST),
+    "mypy": ("mypy", TYPECHECK),
+    "pyright": ("pyright", TYPECHECK),
+    "tsc": ("tsc", TYPECHECK),
+    "vue-tsc": ("tsc", TYPECHECK),
+    "svelte-check": ("svelte-check", TYPECHECK),
+    "flow": ("flow", TYPECHECK),
+    "flake8": ("flake8", LINT),
+    "pylint": ("pylint", LINT),
+    "eslint": ("eslint", LINT),
+    "stylelint": ("stylelint", LINT),
+    "golangci-lint": ("golangci-lint", LINT),
+    "rubocop": ("rubocop", LINT),
+    "shellcheck": ("shellcheck", LINT),
+    "ktlint": ("ktlint", LINT),
+    "hadolint": ("hadolint", LINT),
+    "javac": ("javac", BUILD),
+    "gcc": ("cc", BUILD),
+    "g++": ("cc", BUILD),
+    "clang": ("cc", BUILD),
+    "clang++": ("cc", BUILD),
+    "ninja": ("ninja", BUILD),
+    "webpack": ("webpack", BUILD),
+    "rollup": ("rollup", BUILD),
+    "esbuild": ("esbuild", BUILD),
+}
+#: (tool, sub-command) -> (family, kind)
+_SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("go", "test"): ("go test", TEST),
+    ("go", "build"): ("go build", BUILD),
+    ("go", "vet"): ("go vet", LINT),
+    ("cargo", "test"): ("cargo test", TEST),
+    ("cargo", "nextest"): ("cargo test", TEST),
+    ("cargo", "build"): ("cargo build", BUILD),
+    ("cargo", "check"): ("cargo build", BUILD),
+    ("cargo", "clippy"): ("cargo clippy", LINT),
+    ("dotnet", "test"): ("dotnet test", TEST),
+    ("dotnet", "build"): ("dotnet build", BUILD),
+    ("swift", "test"): ("swift test", TEST),
+    ("swift", "build"): ("swift build", BUILD),
+    ("deno", "test"): ("deno test", TEST),
+    ("deno", "check"): ("deno check", TYPECHECK),
+    ("deno", "lint"): ("deno lint", LINT),
+    ("mix", "test"): ("mix test", TEST),
+    ("mix", "compile"): ("mix compile", BUILD),
+    ("rake", "test"): ("rake test", TEST),
+    ("rake", "spec"): ("rspec", TEST),
+    ("stack", "test"): ("stack test", TEST),
+    ("stack", "build"): ("stack build", BUILD),
+    ("cabal", "test"): ("cabal test", TEST),
+    ("cabal", "build"): ("cabal build", BUILD),
+    ("dune", "test"): ("dune test", TEST),
+    ("dune", "build"): ("dune build", BUILD),
+    ("zig", "build"): ("zig build", BUILD),
+    ("flutter", "test"): ("flutter test", TEST),
+    ("dart", "test"): ("dart test", TEST),
+    ("hatch", "test"): ("hatch test", TEST),
+    ("playwright", "test"): ("playwright", TEST),
+    ("cypress", "run"): ("cypress", TEST),
+    ("ruff", "check"): ("ruff", LINT),
+    ("biome", "check"): ("biome", LINT),
+    ("biome", "lint"): ("biome", LINT),
+    ("vite", "build"): ("vite build", BUILD),
+    ("next", "build"): ("next build", BUILD),
+    ("docker", "build"): ("docker build", BUILD),
+    ("cmake", "--build"): ("cmake", BUILD),
+    ("python", "unittest"): ("unittest", TEST),
+    ("python", "pytest"): ("pytest", TEST),
+    ("python", "mypy"): ("mypy", TYPECHECK),
+    ("python", "pyright"): ("pyright", TYPECHECK),
+    ("python", "ruff"): ("ruff", LINT),
+    ("python", "flake8"): ("flake8", LINT),
+    ("python", "pylint"): ("pylint", LINT),
+    ("python", "tox"): ("tox", TEST),
+    ("python", "compileall"): ("compileall", BUILD),
+    ("pre-commit", "run"): ("pre-commit", LINT),
+}
+#: formatters count only when they check (``--check``), never when they rewrite files
+_CHECK_ONLY = {"black": "black", "isort": "isort", "prettier": "prettier", "gofmt": "gofmt"}
+_MAVEN_GOALS = {
+    "test": TEST,
+    "verify": TEST,
+    "integration-test": TEST,
+    "compile": BUILD,
+    "package": BUILD,
+    "install": BUILD,
+}
+#: gradle task name prefixes (``assembleDebug``, ``testDebugUnitTest``, ``compileReleaseKotlin``); first match wins
+_GRADLE_TASKS = (
+    ("connected", TEST),
+    ("test", TEST),
+    ("check", TEST),
+    ("build", BUILD),
+    ("assemble", BUILD),
+    ("bundle", BUILD),
+    ("compile", BUILD),
+    ("lint", LINT),
+    ("ktlint", LINT),
+    ("detekt", LINT),
+)
+#: tools whose test command compiles the code first: a passing test run shows the build passes too
+_COMPILING_TOOLCHAINS = {"cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle"}
+_SCRIPT_WORDS = (
+    (re.compile(r"test|spec|e2e"), TEST),
+    (re.compile(r"typecheck|type-check|check-types|types|tsc"), TYPECHECK),
+    (re.compile(r"lint|eslint|format:check|fmt:check|prettier"), LINT),
+    (re.compile(r"build|compile"), BUILD),
+    (re.compile(r"^check$|^verify$|^ci$"), TEST),
+)
+_MAKE_NOT_CHECKS = re.compile(r"^(clean|install|setup|deps|run|dev|serve|start|up|down|help|fmt|format|docs?)$")
+
+
+def _words(segment: str) -> list[str]:
+    try:
+        words = shlex.split(segment, comments=False)
+    except ValueError:
+        words = segment.split()
+    return [w for w in words if w not in {"(", ")", "{", "}"}]
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+#: at most this many words after a launcher are tried as the start of the launched command
+_LAUNCHED_WITHIN = 6
+
+
+def _strip_wrappers(words: list[str]) -> list[str]:
+    """``words`` without what only launches the command they run (env, timeout, uv run, npx, python -m ...)."""
+    while words:
+        head = _base(words[0])
+        if _ENV_ASSIGNMENT.match(words[0]) or head in _WRAPPERS:
+            words = words[1:]
+        elif head == "timeout":  # timeout [options] DURATION command
+            rest = words[1:]
+            while rest and rest[0].startswith("-"):
+                rest = rest[1:]
+            words = rest[1:]
+        elif head in _RUNNERS or (len(words) > 1 and (head, words[1]) in _LAUNCHERS):
+            # the launcher's own options may take values: the launched command starts at the first word that is a check
+            rest = words[1:] if head in _RUNNERS else words[2:]
+            for start in range(min(len(rest), _LAUNCHED_WITHIN)):
+                if not rest[start].startswith("-") and _check_of_words(rest[start:]) is not None:
+                    return rest[start:]
+            return rest
+        elif _PYTHONS.match(head) and len(words) > 2 and words[1] == "-m":
+            return ["python", words[2], *words[3:]]
+        elif head in {"bash", "sh", "zsh"} and len(words) > 2 and words[1] in {"-c", "-lc", "-ec"}:
+            return ["__shell__", words[2]]
+        else:
+            return words
+    return words
+
+
+def _script_check(script: str) -> tuple[str, str] | None:
+    name = script.lower()
+    for pattern, kind in _SCRIPT_WORDS:
+        if pattern.search(name):
+            return name, kind
+    return None
+
+
+def _package_manager(words: list[str]) -> Check | None:
+    pm, rest = words[0], [w for w in words[1:] if not w.startswith("-")]
+    if not rest:
+        return None
+    verb = rest[0]
+    if verb in {"test", "t"} and pm in {"npm", "yarn", "pnpm"}:
+        return Check(f"{pm} test", TEST)
+    if pm == "bun" and verb == "test":
+        return Check("bun test", TEST)
+    script = rest[1] if verb in {"run", "run-script"} and len(rest) > 1 else verb if pm in {"yarn", "pnpm"} else None
+    if script is None:
+        return None
+    found = _script_check(script)
+    if found is None:
+        return None
+    return Check(f"{pm} test" if found[0] == "test" else f"{pm} run {found[0]}", found[1])
+
+
+def _gradle_task(task: str) -> bool:
+    return any(task.startswith(prefix) for prefix, _ in _GRADLE_TASKS)
+
+
+def _build_tool(words: list[str]) -> Check | None:
+    tool = words[0].rsplit("/", 1)[-1]
+    targets = [w.lower() for w in words[1:] if not w.startswith("-") and "=" not in w]
+    if tool in {"mvn", "mvnw"}:
+        kinds = [_MAVEN_GOALS[t] for t in targets if t in _MAVEN_GOALS]
+        return Check("maven", TEST if TEST in kinds else BUILD, "maven") if kinds else None
+    if tool in {"gradle", "gradlew"}:
+        tasks = [t.rsplit(":", 1)[-1] for t in targets]
+        task_kinds = [next(k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)) for t in tasks if _gradle_task(t)]
+        return Check("gradle", min(task_kinds, key=KIND_ORDER.index), "gradle") if task_kinds else None
+    if tool in {"make", "gmake"}:
+        if not targets:
+            return Check("make", BUILD)
+        if any(_MAKE_NOT_CHECKS.match(t) for t in targets):
+            return None
+        target = _script_check(targets[-1]) or (("all", BUILD) if targets[-1] == "all" else None)
+        return Check(f"make {target[0]}", target[1]) if target else None
+    return None
+
+
+def _check_of_words(words: list[str]) -> Check | None:
+    if not words:
+        return None
+    head = _base(words[0])
+    words = [head, *words[1:]]
+    if head in {"npm", "yarn", "pnpm", "bun"}:
+        return _package_manager(words)
+    if head in {"mvn", "mvnw", "gradle", "gradlew", "make", "gmake"}:
+        return _build_tool(words)
+    if head in _CHECK_ONLY:
+        return Check(_CHECK_ONLY[head], LINT) if any(w in {"--check", "-c", "--diff", "-l"} for w in words) else None
+    if head == "cargo" and len(words) > 1 and words[1] == "fmt":
+        return Check("cargo fmt", LINT) if "--check" in words else None
+    if head == "ruff" and len(words) > 1 and words[1] == "format":
+        return Check("ruff format", LINT) if "--check" in words else None
+    if _PYTHONS.match(head) and len(words) > 2 and _base(words[1]) == "manage.py" and words[2] == "test":
+        return Check("django test", TEST)
+    if len(words) > 1 and (head, words[1]) in _SUBCOMMANDS:
+        family, kind = _SUBCOMMANDS[(head, words[1])]
+        return Check(family, kind, head if head in _COMPILING_TOOLCHAINS else None)
+    if head in _TOOLS:
+        family, kind = _TOOLS[head]
+        return Check(family, kind)
+    return None
+
+
+def check_of_segment(segment: str) -> Check | None:
+    """The check one simple command runs, or None."""
+    words = _strip_wrappers(_words(segment.strip()))
+    if words[:1] == ["__shell__"]:
+        return check_of_command(words[1])
+    return _check_of_words(words)
+
+
+def check_of_command(command: str) -> Check | None:
+    """The main check a Bash command line runs: of all its checks, the first of the strongest kind
+    (tests, then type checks, then builds, then linters); None when it runs no check."""
+    checks = [c for c in (check_of_segment(s) for s in _SPLIT.split(command or "")) if c is not None]
+    if not checks:
+        return None
+    return min(checks, key=lambda c: KIND_ORDER.index(c.kind))

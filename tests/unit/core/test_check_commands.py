@@ -1,0 +1,89 @@
+"""Which shell commands are checks, and which family and kind each is."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxbus.core.check_commands import Check, check_of_command
+
+CHECKS = [
+    ("pytest -q 2>&1 | tail -20", "pytest", "test"),
+    ("cd web && npm test", "npm test", "test"),
+    ("npm run test", "npm test", "test"),
+    ("npm run test:unit -- --watch=false", "npm run test:unit", "test"),
+    ("uv run --with hypothesis pytest tests/", "pytest", "test"),
+    ("python -m pytest -x tests/test_auth.py", "pytest", "test"),
+    ("python3 -m unittest discover", "unittest", "test"),
+    ("python manage.py test accounts", "django test", "test"),
+    (".venv/bin/pytest", "pytest", "test"),
+    ("/usr/bin/env FOO=1 pytest", "pytest", "test"),
+    ("timeout 300 go test ./...", "go test", "test"),
+    ("cargo test --all-features", "cargo test", "test"),
+    ("cargo build --release", "cargo build", "build"),
+    ("cargo clippy -- -D warnings", "cargo clippy", "lint"),
+    ("cargo fmt -- --check", "cargo fmt", "lint"),
+    ("npx tsc --noEmit", "tsc", "typecheck"),
+    ("yarn build", "yarn run build", "build"),
+    ("pnpm lint", "pnpm run lint", "lint"),
+    ("bun test", "bun test", "test"),
+    ("npx -y prettier --check .", "prettier", "lint"),
+    ("make", "make", "build"),
+    ("make test", "make test", "test"),
+    ("make -C backend lint", "make lint", "lint"),
+    ("mvn -q clean install", "maven", "build"),
+    ("mvn test -Dtest=AuthTest", "maven", "test"),
+    ("./gradlew :app:test", "gradle", "test"),
+    ("./gradlew assembleDebug", "gradle", "build"),
+    ("./gradlew testDebugUnitTest lintDebug", "gradle", "test"),
+    ("dotnet test", "dotnet test", "test"),
+    ("ruff check . && mypy src", "mypy", "typecheck"),
+    ("npm run build && npm test", "npm test", "test"),
+    ("bash -c 'pytest -q'", "pytest", "test"),
+    ("pre-commit run --all-files", "pre-commit", "lint"),
+    ("npx playwright test", "playwright", "test"),
+    ("go vet ./...", "go vet", "lint"),
+    ("docker build -t acme .", "docker build", "build"),
+]
+NOT_CHECKS = [
+    "git status",
+    "git commit -m 'run pytest; fix the tests'",
+    "grep -rn FAILED logs/",
+    "cat test-results.txt",
+    "echo pytest",
+    "pip install pytest",
+    "npm install",
+    "yarn install",
+    "npm run dev",
+    "make clean",
+    "mvn clean",
+    "prettier --write .",
+    "ruff format .",
+    "cargo fmt",
+    "go run .",
+    "python scripts/migrate.py",
+    "docker compose up -d",
+    "ls tests/",
+    "",
+]
+
+
+@pytest.mark.parametrize(("command", "family", "kind"), CHECKS)
+def test_checks(command: str, family: str, kind: str) -> None:
+    check = check_of_command(command)
+    assert check is not None and (check.family, check.kind) == (family, kind)
+
+
+def test_toolchains_whose_tests_compile() -> None:
+    assert check_of_command("cargo build") == Check("cargo build", "build", "cargo")
+    assert check_of_command("cargo test") == Check("cargo test", "test", "cargo")
+    assert check_of_command("go vet ./...") == Check("go vet", "lint", "go")
+    assert check_of_command("npm test") == Check("npm test", "test", None)
+
+
+@pytest.mark.parametrize("command", NOT_CHECKS)
+def test_not_checks(command: str) -> None:
+    assert check_of_command(command) is None
+
+
+def test_unbalanced_quotes_do_not_break_it() -> None:
+    assert check_of_command('pytest -k "unterminated') == Check("pytest", "test")
