@@ -11,9 +11,10 @@ it (at most ``MAX_STRETCH`` times). A super-linear function misses the budget by
 need a tight margin to tell them apart.
 
 The texts: a small unit drawn by hypothesis (a hex blob, a long token, runs of dots, slashes or
-underscores, repeated punctuation, path-like garbage, lone surrogates and combining marks, words
-that regular expressions look for) laid out to ``SIZE`` characters (repeated into one token, spaced,
-one per line, nested in brackets or JSON, or a long run ending in something else).
+underscores, repeated punctuation, path-like garbage, lone surrogates and combining marks, mixed
+blanks, words that regular expressions look for) laid out to ``SIZE`` characters (repeated into one
+token, spaced, one per line, nested in brackets or JSON, a long run ending in something else, or a
+long run after a line start that a pattern looks for, such as a heading or a list entry).
 """
 
 from __future__ import annotations
@@ -90,8 +91,22 @@ CUE_WORDS = (
     "```",
     "1.5 ms ",
 )
+#: the start of a line that a pattern looks for, put before a long run (a heading, a list entry, a key)
+FRAMES = (
+    "# a",
+    "## a b",
+    "- a",
+    "domains: a",
+    "status: a",
+    "```a",
+    '[remote "origin"] url',
+    "a.",
+    "a/",
+    "x://",
+    "http://a",
+)
 NESTING = (("(", ")"), ("[", "]"), ("{", "}"), ('{"a":', "}"), ('{"a":[', "]}"), ("<", ">"), ('"', '"'), ("`", "`"))
-LAYOUTS = ("repeat", "spaced", "lines", "nested", "tail")
+LAYOUTS = ("repeat", "spaced", "lines", "nested", "tail", "framed")
 
 UNITS = st.one_of(
     st.text(alphabet="0123456789abcdef", min_size=1, max_size=16),
@@ -101,12 +116,24 @@ UNITS = st.one_of(
     st.sampled_from(PATH_LIKE),
     st.text(alphabet=st.characters(categories=("Cs", "Mn", "Lo", "So", "Zs")), min_size=1, max_size=3),
     st.sampled_from(CUE_WORDS),
+    st.text(alphabet=" \t\r\u00a0\u3000", min_size=1, max_size=4),
     st.text(min_size=1, max_size=6),
 )
 
 
-def layout(unit: str, how: str, size: int = SIZE, *, other: str = "x", nesting: tuple[str, str] = ("[", "]")) -> str:
+def layout(
+    unit: str,
+    how: str,
+    size: int = SIZE,
+    *,
+    other: str = "x",
+    nesting: tuple[str, str] = ("[", "]"),
+    frame: str = "# a",
+) -> str:
     """``unit`` laid out to ``size`` characters (see the module docstring)."""
+    if how == "framed":  # a line start that a pattern looks for, a long run, something else
+        text = frame + unit * ((size - len(frame) - len(other)) // len(unit) + 1)
+        return text[: size - len(other)] + other
     if how == "repeat":
         text = unit * (size // len(unit) + 1)
     elif how == "spaced":
@@ -130,12 +157,13 @@ Maker = Callable[[int], str]
 @st.composite
 def adversarial_makers(draw: st.DrawFn) -> Maker:
     """A maker of adversarial text of any size (see the module docstring)."""
-    unit, how, other, nesting = draw(UNITS), draw(st.sampled_from(LAYOUTS)), draw(UNITS), draw(st.sampled_from(NESTING))
-    return functools.partial(_laid_out, unit, how, other, nesting)
+    unit, how, other = draw(UNITS), draw(st.sampled_from(LAYOUTS)), draw(UNITS)
+    nesting, frame = draw(st.sampled_from(NESTING)), draw(st.sampled_from(FRAMES))
+    return functools.partial(_laid_out, unit, how, other, nesting, frame)
 
 
-def _laid_out(unit: str, how: str, other: str, nesting: tuple[str, str], size: int) -> str:
-    return layout(unit, how, size, other=other, nesting=nesting)
+def _laid_out(unit: str, how: str, other: str, nesting: tuple[str, str], frame: str, size: int) -> str:
+    return layout(unit, how, size, other=other, nesting=nesting, frame=frame)
 
 
 def adversarial_texts(size: int = SIZE) -> st.SearchStrategy[str]:
@@ -161,9 +189,11 @@ KNOWN_WORST_MAKERS: dict[str, Maker] = {
     "unique words": lambda n: " ".join(f"w{i}x" for i in range(n // 5))[:n],
     "CJK": lambda n: "漢字" * (n // 2),
     "lone surrogates": lambda n: "é\ud800" * (n // 2),
+    "alternating combining marks": lambda n: "a" + "\u0368\u0332" * ((n - 1) // 2),
     "deep JSON": lambda n: layout("1", "nested", n, nesting=('{"a":', "}")),
     "deep brackets": lambda n: layout("x", "nested", n),
     "heading of blanks": lambda n: "# " + " " * (n - 3) + "x",
+    "heading of mixed blanks": lambda n: ("# a" + " \t" * (n // 2))[: n - 1] + "x",
     "domains line of blanks": lambda n: "domains:" + " " * (n - 8),
     "short lines": lambda n: layout("a", "lines", n),
     "JSON-ish lines": lambda n: layout("1.", "lines", n),

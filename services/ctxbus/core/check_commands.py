@@ -181,9 +181,14 @@ _SCRIPT_WORDS = (
 _MAKE_NOT_CHECKS = re.compile(r"^(clean|install|setup|deps|run|dev|serve|start|up|down|help|fmt|format|docs?)$")
 
 
+#: a longer segment is split on blanks: ``shlex`` builds each word a character at a time, copying it every time
+#: (quadratic on one long word; a 100,000-character one took seconds)
+SHLEX_MAX_CHARS = 4_000
+
+
 def _words(segment: str) -> list[str]:
     try:
-        words = shlex.split(segment, comments=False)
+        words = shlex.split(segment, comments=False) if len(segment) <= SHLEX_MAX_CHARS else segment.split()
     except ValueError:
         words = segment.split()
     return [w for w in words if w not in {"(", ")", "{", "}"}]
@@ -198,30 +203,34 @@ _LAUNCHED_WITHIN = 6
 
 
 def _strip_wrappers(words: list[str]) -> list[str]:
-    """``words`` without what only launches the command they run (env, timeout, uv run, npx, python -m ...)."""
-    while words:
-        head = _base(words[0])
-        if _ENV_ASSIGNMENT.match(words[0]) or head in _WRAPPERS:
-            words = words[1:]
+    """``words`` without what only launches the command they run (env, timeout, uv run, npx, python -m ...).
+
+    Walks an index over ``words`` (slicing the list at every wrapper made a command of many wrappers quadratic).
+    """
+    i = 0
+    while i < len(words):
+        head = _base(words[i])
+        if _ENV_ASSIGNMENT.match(words[i]) or head in _WRAPPERS:
+            i += 1
         elif head == "timeout":  # timeout [options] DURATION command
-            rest = words[1:]
-            while rest and rest[0].startswith("-"):
-                rest = rest[1:]
-            words = rest[1:]
-        elif head in _RUNNERS or (len(words) > 1 and (head, words[1]) in _LAUNCHERS):
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                i += 1
+            i += 1
+        elif head in _RUNNERS or (len(words) - i > 1 and (head, words[i + 1]) in _LAUNCHERS):
             # the launcher's own options may take values: the launched command starts at the first word that is a check
-            rest = words[1:] if head in _RUNNERS else words[2:]
+            rest = words[i + 1 :] if head in _RUNNERS else words[i + 2 :]
             for start in range(min(len(rest), _LAUNCHED_WITHIN)):
                 if not rest[start].startswith("-") and _check_of_words(rest[start:]) is not None:
                     return rest[start:]
             return rest
-        elif _PYTHONS.match(head) and len(words) > 2 and words[1] == "-m":
-            return ["python", words[2], *words[3:]]
-        elif head in {"bash", "sh", "zsh"} and len(words) > 2 and words[1] in {"-c", "-lc", "-ec"}:
-            return ["__shell__", words[2]]
+        elif _PYTHONS.match(head) and len(words) - i > 2 and words[i + 1] == "-m":
+            return ["python", words[i + 2], *words[i + 3 :]]
+        elif head in {"bash", "sh", "zsh"} and len(words) - i > 2 and words[i + 1] in {"-c", "-lc", "-ec"}:
+            return ["__shell__", words[i + 2]]
         else:
-            return words
-    return words
+            return words[i:]
+    return []
 
 
 def _script_check(script: str) -> tuple[str, str] | None:

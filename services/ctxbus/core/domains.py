@@ -1,8 +1,9 @@
 """Domain detection: the domain a request is about, from its prompt and the files it mentions.
 
-Used when a request names no domain. Pure, and linear in the length of the input: the prompt is
-split into words once (one regular expression without nested repetition, and ``str.split``), and
-every word is looked up in dictionaries.
+Used when a request names no domain. Pure, and linear in the length of the input: the prompt (its
+first ``QUERY_TERMS_CHARS`` characters, what the keyword query reads) is split into words once (one
+regular expression without nested repetition, and ``str.split``), and every word is looked up in
+dictionaries.
 
 **Vocabulary.** Only domains the project's store holds can be detected: the caller passes them
 (the retriever passes the domains of the candidates its search found). ``LEXICON`` knows common
@@ -28,6 +29,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+
+from ctxbus.core.bounds import QUERY_TERMS_CHARS, prefix
 
 NAME_WEIGHT = 2.0
 STRONG_WEIGHT = 2.0
@@ -214,6 +217,7 @@ def detect_domain(
 ) -> DomainDetection:
     """The domain of ``vocabulary`` that ``prompt`` and ``files`` are about, or None (see the module docstring)."""
     policy = policy or DetectionPolicy()
+    prompt = prefix(prompt, QUERY_TERMS_CHARS)  # what the keyword query reads (ctxbus.core.bounds)
     known = _vocabulary(vocabulary)
     if not known:
         return DomainDetection(None, NO_VOCABULARY)

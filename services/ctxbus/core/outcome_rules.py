@@ -186,8 +186,8 @@ _FAILURE_LINES = re.compile(
         (
             r"\b[1-9]\d* (?:failed|errors?)\b.*" + _SECONDS,  # pytest
             r"^FAILED \((?:failures|errors)=",  # unittest
-            r"^\s*Test(?:s|\sSuites|\sFiles):?\s+.*\b[1-9]\d* failed\b",  # jest, vitest
-            r"^\s*[1-9]\d* (?:failing|failed)\s*$",  # mocha, playwright
+            r"^[^\S\n]*+Test(?:s|\sSuites|\sFiles):?[^\S\n]++.*\b[1-9]\d* failed\b",  # jest, vitest
+            r"^[^\S\n]*+[1-9]\d* (?:failing|failed)[^\S\n]*$",  # mocha, playwright
             r"^(?:FAIL\b|--- FAIL: )",  # go
             r"test result: FAILED\b",  # cargo
             r"^error(?:\[E\d+\])?: ",  # rustc/cargo, clang driver
@@ -198,12 +198,12 @@ _FAILURE_LINES = re.compile(
             r"\berror TS\d+:",  # tsc
             r"^Found [1-9]\d* errors?\b|^[1-9]\d* errors?, \d+ warnings?",  # mypy, ruff, tsc, pyright
             r"found [1-9]\d* errors?\b",  # svelte-check
-            r"^\s*✖ [1-9]\d* problems?\b",  # eslint
+            r"^[^\S\n]*+✖ [1-9]\d* problems?\b",  # eslint
             r"^g?make(?:\[\d+\])?: \*\*\* .*Error \d+",  # make
             r"^[^\s:]+:\d+(?::\d+)?: (?:fatal )?error\b",  # gcc, clang, javac
             r"^(?:FAILURES|ERRORS)!$",  # phpunit
-            r"^\s*\S+: FAIL code [1-9]|^ERROR: +\S+: commands failed",  # tox
-            r"\.{3,}\s*Failed$",  # pre-commit
+            r"^[^\S\n]*+\S+: FAIL code [1-9]|^ERROR: +\S+: commands failed",  # tox
+            r"(?<!\.)\.{3,}+\s*Failed$",  # pre-commit
             r"\b[1-9]\d* of \d+ failed\b",  # cypress
             r"\btests passed, [1-9]\d* tests? failed out of\b",  # ctest
         )
@@ -215,8 +215,8 @@ _PASS_LINES = re.compile(
         (
             r"\b\d+ passed\b.*" + _SECONDS,  # pytest
             r"^OK(?: \(.*\))?$",  # unittest, phpunit
-            r"^\s*Test(?:s|\sSuites|\sFiles):?\s+.*\b\d+ passed\b",  # jest, vitest
-            r"^\s*\d+ (?:passing|passed)\b",  # mocha, playwright
+            r"^[^\S\n]*+Test(?:s|\sSuites|\sFiles):?[^\S\n]++.*\b\d+ passed\b",  # jest, vitest
+            r"^[^\S\n]*+\d+ (?:passing|passed)\b",  # mocha, playwright
             r"^ok\s+\S+|^PASS$",  # go
             r"test result: ok\.",  # cargo
             r"\b\d+ (?:examples?|tests?|runs?|specs?),.*\b0 failures\b",  # rspec, minitest, mix
@@ -224,8 +224,8 @@ _PASS_LINES = re.compile(
             r"\bBUILD SUCCESS(?:FUL)?\b",  # maven, gradle
             r"^Passed!|^Build succeeded\.",  # dotnet
             r"^Success: no issues found|^All checks passed!|^0 errors, \d+ warnings?",  # mypy, ruff, pyright
-            r"congratulations :\)|^\s*\S+: OK\b",  # tox
-            r"\.{3,}\s*Passed$",  # pre-commit
+            r"congratulations :\)|^[^\S\n]*+\S+: OK\b",  # tox
+            r"(?<!\.)\.{3,}+\s*Passed$",  # pre-commit
             r"\b100% tests passed\b",  # ctest
         )
     ),
@@ -234,12 +234,26 @@ _PASS_LINES = re.compile(
 _NO_TESTS = re.compile(r"no tests ran|collected 0 items|No tests found|no test files|0 tests? (?:ran|run)\b", re.I)
 #: output read for summaries: its head and its tail (summaries come last; compiler errors first)
 _HEAD_CHARS, _TAIL_CHARS = 60_000, 60_000
+#: a longer line is read as its head and its tail: summaries and error lines are short, and a pattern with ``.*``
+#: scans the rest of its line once per occurrence of what precedes it (quadratic on one long line). The patterns
+#: read blanks at the start of a line without crossing into the next (``[^\S\n]``), possessively, for the same
+#: reason: ``^\s*`` re-read every run of blank lines from each line start in it.
+_LINE_HEAD_CHARS, _LINE_TAIL_CHARS = 250, 250
 _DETAIL_CHARS = 160
 
 
 def _scan(output: str) -> str:
     text = _ANSI.sub("", output)
-    return text if len(text) <= _HEAD_CHARS + _TAIL_CHARS else text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:]
+    if len(text) > _HEAD_CHARS + _TAIL_CHARS:
+        text = text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:]
+    longest = _LINE_HEAD_CHARS + _LINE_TAIL_CHARS
+    lines = text.split("\n")
+    if any(len(line) > longest for line in lines):
+        text = "\n".join(
+            line if len(line) <= longest else f"{line[:_LINE_HEAD_CHARS]} … {line[-_LINE_TAIL_CHARS:]}"
+            for line in lines
+        )
+    return text
 
 
 def _line(match: re.Match[str], text: str) -> str:

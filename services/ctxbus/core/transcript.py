@@ -37,7 +37,7 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     for line in lines:
         try:
             entry = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
             continue
         if isinstance(entry, dict):
             entries.append(entry)

@@ -132,7 +132,8 @@ class OutcomeTracker:
         return "session_started"
 
     async def tool_result(self, hook_input: dict[str, Any], timeout_s: float) -> str:
-        run = tool_evidence(hook_input)
+        # off the event loop: a test run's output is read whole (up to 120,000 characters), which takes a while
+        run = await asyncio.to_thread(tool_evidence, hook_input)
         if run is None:
             return "not_a_check"
         window = self._window(hook_input)

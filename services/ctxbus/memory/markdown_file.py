@@ -47,7 +47,6 @@ FALLBACK_SLUG = "section"
 #: Directory names whose documents are decisions when nothing else tells.
 DECISION_DIRS: Final = frozenset({"adr", "adrs", "decisions", "decision-records"})
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER_FENCE = "---"
 _FRONT_MATTER_ENDS = frozenset({"---", "..."})
@@ -124,11 +123,11 @@ def _read_document(lines: list[str]) -> _Document:
         line = lines[index]
         in_code = fence is not None
         fence = _fence_after(line, fence)
-        heading = None if in_code or fence is not None else _HEADING.match(line)
-        if heading is None or len(heading.group(1)) > MAX_SPLIT_LEVEL:
+        heading = None if in_code or fence is not None else atx_heading(line)
+        if heading is None or heading[0] > MAX_SPLIT_LEVEL:
             current.body.append(line)
             continue
-        level, text = len(heading.group(1)), (heading.group(2) or "").strip()
+        level, text = heading
         if level == 1 and doc.title is None and len(doc.sections) == 1 and not "".join(current.body).strip():
             doc.title = text
             current.line = index + 2
@@ -175,6 +174,27 @@ def _title(doc_title: str | None, section: _Section) -> str:
         names.insert(0, doc_title)
     title = names[0] + (": " + " / ".join(names[1:]) if len(names) > 1 else "") if names else ""
     return title[:MAX_TITLE_CHARS]
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of an ATX heading line (``## Text ##``), else None.
+
+    What ``^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`` matches, found without it: on a line of
+    blanks and tabs after the text that pattern backtracks for seconds. Up to 3 spaces, 1 to 6 ``#``, then
+    the end or a blank; the text runs to the closing ``#`` sequence (blanks before it) or the trailing blanks.
+    """
+    body = line.lstrip(" ")
+    if len(line) - len(body) > 3:
+        return None
+    rest = body.lstrip("#")
+    level = len(body) - len(rest)
+    if not 1 <= level <= 6 or (rest and rest[0] not in " \t"):
+        return None
+    text = rest.strip(" \t")
+    unclosed = text.rstrip("#")
+    if unclosed != text and unclosed[-1:] in (" ", "\t"):
+        text = unclosed.rstrip(" \t")
+    return level, text.strip()
 
 
 def _fence_after(line: str, fence: str | None) -> str | None:

@@ -62,7 +62,10 @@ def old_estimate(text: str) -> int:
 WORDISH = st.text(alphabet="aeiouxyzbcdklmnpqrstAEIXYZBKLMQ0123456789", min_size=1, max_size=120)
 
 
-@given(st.one_of(st.text(max_size=200), st.lists(WORDISH, max_size=20).map(" ".join)))
+MARKED = st.text(alphabet="aeé E1-\u0301\u0332\u0368\u0483\u05b0\u3131\uac00 ", max_size=300)
+
+
+@given(st.one_of(st.text(max_size=200), st.lists(WORDISH, max_size=20).map(" ".join), MARKED))
 def test_the_estimate_is_unchanged(text: str) -> None:
     assert estimate_tokens(text) == old_estimate(text)
 

@@ -6,14 +6,16 @@ never a traceback, for what is not valid."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from ctxbus.memory.jsonl_file import parse_jsonl_text
-from ctxbus.memory.markdown_file import parse_markdown_text, slugify, split_content
+from ctxbus.memory.markdown_file import atx_heading, parse_markdown_text, slugify, split_content
 from ctxbus.memory.near_copies import near_duplicates, numbers
 from ctxbus.memory.pattern_file import parse_patterns
 
@@ -52,6 +54,7 @@ PARSER_WORST = (
     "JSON-ish lines",
     "repeated headings",
     "heading of blanks",
+    "heading of mixed blanks",
     "domains line of blanks",
     "deep JSON",
     "deep brackets",
@@ -92,3 +95,27 @@ def test_a_junk_line_is_refused_with_json_s_own_reason() -> None:
     assert reasons[0] == reasons[1] == "not valid JSON: Expecting value at column 1"
     assert reasons[2].startswith("not valid JSON: Expecting property name")
     assert len(reasons) == 4
+
+
+_OLD_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+
+
+def old_heading(line: str) -> tuple[int, str] | None:
+    match = _OLD_HEADING.match(line)
+    return (len(match.group(1)), (match.group(2) or "").strip()) if match else None
+
+
+@given(st.one_of(st.text(alphabet=" \t#ax\r\u00a0", max_size=30), st.text(max_size=30)))
+@example("# a" + " \t" * 10 + "x")
+@example("# #")
+@example("# ##")
+@example("#   ")
+@example("   ### Title ###  \t")
+@example("####### seven")
+@example("#\ttab # ")
+def test_headings_are_read_as_before(line: str) -> None:
+    assert atx_heading(line) == old_heading(line)
+
+
+def test_a_heading_line_of_mixed_blanks_is_read_in_linear_time() -> None:
+    assert_linear(atx_heading, lambda n: "# a" + " \t" * (n // 2) + "x")
