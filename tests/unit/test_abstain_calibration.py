@@ -10,10 +10,13 @@ from ctxbus.bench.abstain_calibration import (
     BUDGETS,
     CALIBRATION,
     HELD_OUT,
+    INNER,
     Sample,
     calibrate,
+    choose_budget,
     cross_validate,
     highest_floor,
+    nested_cross_validate,
     outcome,
     report,
     split_of,
@@ -92,3 +95,15 @@ def test_the_report_cross_validates_each_recall_budget_and_counts_meta_prompts_a
         assert row["recall_loss"] == cv["recall_loss"]
         assert row["false_injection_rate_all_nulls"] == pytest.approx(cv["false_injection_rate"] * 30 / 40, abs=1e-4)
     assert full["samples"]["meta_prompts"] == 10
+
+
+def test_nested_cross_validation_judges_the_choice_of_budget_on_prompts_it_never_saw() -> None:
+    many = [graded(f"g{i}", 0.4 + i / 100) for i in range(30)] + [null(f"n{i}", 0.2 + i / 100) for i in range(30)]
+    chosen = choose_budget(many, 10, 0.02)
+    fits = [b for b in BUDGETS if cross_validate(many, 10, b, salt=INNER)["recall_loss"] <= 0.02]
+    assert chosen == (max(fits) if fits else min(BUDGETS))
+    nested = nested_cross_validate(many, 10, 0.02)
+    assert nested["folds"] == 5 and len(nested["per_fold"]) == 5
+    assert all(f["budget"] in BUDGETS for f in nested["per_fold"])
+    assert sum(f["graded"] for f in nested["per_fold"]) == 30 and sum(f["nulls"] for f in nested["per_fold"]) == 30
+    assert "nested_cross_validation" in report(many, 10, 0.02, FloorPolicy())
