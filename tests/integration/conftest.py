@@ -14,11 +14,12 @@ import pytest
 from ctxbus.adapters.broker_embedded import EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_services
+from ctxbus.wiring import SERVICES, Resources, run_services
 
 
 @pytest.fixture(scope="session")

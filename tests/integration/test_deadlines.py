@@ -25,6 +25,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.adapters.kafka.runner import ConsumerRunner
+from ctxbus.components import open_store, retriever_handler
 from ctxbus.contract.envelope import Envelope, EventType
 from ctxbus.contract.payloads import (
     ContextInjected,
@@ -42,7 +43,7 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchQuery, VectorStore
 from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.settings import GatewaySettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, retriever_handler, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import committed, read_all
 from .test_hooks import make_repo, prompt_input

@@ -20,6 +20,7 @@ import pytest
 
 from ctxbus.adapters.broker_embedded import free_port
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
@@ -29,7 +30,7 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
 
