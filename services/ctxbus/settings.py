@@ -245,6 +245,19 @@ class GatewaySettings(BaseSettings):
         return tuple(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
 
+class DashboardSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_DASHBOARD_", extra="ignore")
+
+    #: Host header values the dashboard answers besides the loopback names on its port and the address it
+    #: listens on (comma-separated ``host`` or ``host:port``; ``host`` alone admits any port), e.g. a name a
+    #: reverse proxy forwards; ``ctxbus dashboard --allowed-host`` adds more
+    allowed_hosts: str = ""
+
+    @property
+    def allowed_host_list(self) -> tuple[str, ...]:
+        return tuple(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
+
+
 class ArchiveSettings(BaseSettings):
     """The embedded stack's event history on disk (ctxbus.archive)."""
 
@@ -278,6 +291,7 @@ class Settings(BaseSettings):
     hook: HookSettings = Field(default_factory=HookSettings)
     precontext: PreContextSettings = Field(default_factory=PreContextSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
 
     @field_validator("topic_prefix")
