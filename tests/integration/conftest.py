@@ -21,11 +21,19 @@ from ctxbus.ports import Embedder
 from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, run_services
 
+from .tls_material import TlsMaterial, make_tls_material
+
 
 @pytest.fixture(scope="session")
 def broker() -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def tls_material(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    """A test CA and the certificates the secure-transport tests use (made by the openssl command line)."""
+    return make_tls_material(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import adversarial_cmds, chaos_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.kafka_failures import unreachable
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
 from ctxbus.gateway.secret_file import SecretFileError, gateway_secret
@@ -153,18 +154,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
     except KafkaError as exc:
-        raise CliError(_unreachable(config, exc), 1) from exc
+        raise CliError(unreachable(config, exc), 1) from exc
     finally:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
             broker.stop()
-
-
-def _unreachable(config: KafkaClientConfig, exc: Exception) -> str:
-    return (
-        f"cannot reach the Kafka cluster at {config.bootstrap_servers}: {exc or type(exc).__name__} "
-        "(check CTXBUS_KAFKA_BOOTSTRAP_SERVERS and the security settings)"
-    )
 
 
 async def _up(
@@ -286,7 +280,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError, SecretFileError) as exc:
         raise CliError(str(exc), 1) from exc
     except KafkaError as exc:
-        raise CliError(_unreachable(config, exc), 1) from exc
+        raise CliError(unreachable(config, exc), 1) from exc
 
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
@@ -312,7 +306,7 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     try:
         created = asyncio.run(_create_topics(settings, config))
     except KafkaError as exc:
-        raise CliError(_unreachable(config, exc), 1) from exc
+        raise CliError(unreachable(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0

@@ -36,7 +36,11 @@ class ReplyRouter:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self._consumer.start()
+        try:
+            await self._consumer.start()
+        except BaseException:
+            await self._consumer.stop()  # a consumer that could not connect is closed, not leaked
+            raise
         await self._consumer.topics()  # metadata for the partition list
         partitions = self._consumer.partitions_for_topic(self._topic) or set()
         if not partitions:
