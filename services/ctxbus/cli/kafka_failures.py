@@ -6,6 +6,7 @@ import asyncio
 
 from aiokafka.errors import KafkaConnectionError
 
+from ctxbus.adapters.kafka.admin import MissingTopic
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.probe import connection_failure
 from ctxbus.adapters.kafka.security import KafkaSecurityError
@@ -26,7 +27,7 @@ def unreachable(config: KafkaClientConfig, exc: BaseException) -> str:
 
 def explain(exc: BaseException) -> str | None:
     """The line for an error that escaped a command, if it is a Kafka configuration or connection failure."""
-    if isinstance(exc, KafkaSecurityError):
+    if isinstance(exc, (KafkaSecurityError, MissingTopic)):
         return str(exc)
     if isinstance(exc, KafkaConnectionError):
         try:
