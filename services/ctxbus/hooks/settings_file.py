@@ -1,7 +1,8 @@
 """Merging ctxbus's hooks into Claude Code's ``settings.json`` and taking them out again (pure dict work).
 
-ctxbus's entries are recognised by their command (``... ctxbus hook <event>``); every other hook,
-and every other setting, is left exactly as it was.
+ctxbus's entries are recognised by their command (``... ctxbus hook <event>``) or, for ``http`` hooks, by
+their URL (the gateway's ``/v1/hooks`` on a loopback address); every other hook, and every other setting,
+is left exactly as it was.
 """
 
 from __future__ import annotations
@@ -28,13 +29,38 @@ _OURS = re.compile(
     r"(user-prompt-submit|session-start|session-end|stop|post-tool-use-failure|post-tool-use)\b"
 )
 
+_OUR_URL = re.compile(r"^http://(127\.0\.0\.1|localhost|\[::1\]):\d{1,5}/v1/hooks$")
+#: what an http hook sends as the gateway's secret: Claude Code fills it from this variable, and only
+#: because allowedEnvVars lists it (an unlisted variable is sent as an empty string)
+SECRET_VARIABLE = "CTXBUS_GATEWAY_SECRET"
+
 
 class SettingsFileError(ValueError):
     """A settings file whose shape ctxbus will not edit."""
 
 
 def is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(_OURS.search(hook["command"]))
+    if not isinstance(hook, dict):
+        return False
+    if hook.get("type") == "http":
+        return isinstance(hook.get("url"), str) and bool(_OUR_URL.match(hook["url"]))
+    return isinstance(hook.get("command"), str) and bool(_OURS.search(hook["command"]))
+
+
+def http_url(port: int) -> str:
+    """The gateway's hook endpoint for an ``http`` hook (Claude Code takes no variables in a URL: a fixed port)."""
+    return f"http://127.0.0.1:{port}/v1/hooks"
+
+
+def http_hook(url: str, timeout_s: int) -> dict[str, Any]:
+    """An ``http`` hook entry: Claude Code POSTs the hook input to ``url`` with the secret from the environment."""
+    return {
+        "type": "http",
+        "url": url,
+        "timeout": timeout_s,
+        "headers": {"Authorization": f"Bearer ${SECRET_VARIABLE}"},
+        "allowedEnvVars": [SECRET_VARIABLE],
+    }
 
 
 def _groups(settings: dict[str, Any], event: str) -> list[Any]:
@@ -80,11 +106,18 @@ def without_ours(settings: dict[str, Any], *, keep_empty: Iterable[str] = ()) ->
 
 
 def with_ours(
-    settings: dict[str, Any], executable: str, timeout_s: int, *, tool_failures: bool = False
+    settings: dict[str, Any],
+    executable: str,
+    timeout_s: int,
+    *,
+    tool_failures: bool = False,
+    url: str | None = None,
 ) -> dict[str, Any]:
     """``settings`` with ctxbus's hooks installed once: an existing ctxbus entry is replaced where it is
     (so installing again changes nothing, and never reorders), a missing event is added at the end;
-    ``tool_failures`` adds PostToolUseFailure (Claude Code versions that have the event)."""
+    ``tool_failures`` adds PostToolUseFailure (Claude Code versions that have the event). With ``url``
+    the entries are ``http`` hooks posting there (``executable`` is then not used), replacing command ones
+    (and the other way round)."""
     events = {**HOOKED_EVENTS, **(OPTIONAL_EVENTS if tool_failures else {})}
     positions: dict[str, int] = {}
     hooks = settings.get("hooks")
@@ -99,7 +132,10 @@ def with_ours(
     for event, sub in events.items():
         command = f'"{executable}" hook {sub}' if " " in executable else f"{executable} hook {sub}"
         group: dict[str, Any] = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        entry = (
+            {"type": "command", "command": command, "timeout": timeout_s} if url is None else http_hook(url, timeout_s)
+        )
+        group["hooks"] = [entry]
         groups = _groups(result, event)
         groups.insert(min(positions.get(event, len(groups)), len(groups)), group)
     for event in set(positions) - set(events):  # an event ctxbus no longer installs, emptied: it goes

@@ -130,3 +130,29 @@ def test_merging_in_place_keeps_positions() -> None:
     twice = with_ours(once, "/new/ctxbus", 3)
     assert list(twice["hooks"]) == list(once["hooks"])
     assert without_ours(twice, keep_empty=("Stop",)) == settings
+
+
+def test_http_install_is_byte_preserving_idempotent_and_undone_like_the_command_one(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CTXBUS_GATEWAY_PORT", "9555")
+    path = repo / ".claude" / "settings.json"
+    path.write_text(ORIGINAL, encoding="utf-8")
+    assert hooks_cmds.cmd_install(args(repo, settings_file=path, http=True)) == 0
+    assert "CTXBUS_GATEWAY_SECRET" in capsys.readouterr().out  # says where the secret must come from
+    once = path.read_bytes()
+    assert "héllo – ünïcode" in once.decode() and '\n    "model": "opus",' in once.decode()
+    installed = json.loads(once)
+    entries = [h for groups in installed["hooks"].values() for g in groups for h in g["hooks"] if is_ours(h)]
+    assert entries and all(h["type"] == "http" and h["url"] == "http://127.0.0.1:9555/v1/hooks" for h in entries)
+    assert hooks_cmds.cmd_install(args(repo, settings_file=path, http=True)) == 0
+    assert path.read_bytes() == once
+    assert hooks_cmds.cmd_uninstall(args(repo, settings_file=path)) == 0
+    assert path.read_text(encoding="utf-8") == ORIGINAL
+
+
+def test_http_install_refuses_a_random_gateway_port(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXBUS_GATEWAY_PORT", "0")
+    with pytest.raises(hooks_cmds.CliError, match="fixed"):
+        hooks_cmds.cmd_install(args(repo, http=True))
+    assert not (repo / ".claude" / "settings.local.json").exists()
