@@ -3,8 +3,9 @@ gateway's round trip alone, as Claude Code's ``http`` hook type makes it.
 
 Loads N memories, starts ``ctxbus up`` (broker, services, gateway), then, one after another and in turn:
 
-- runs ``ctxbus hook user-prompt-submit`` with the hook JSON on stdin (the command hook: the wall time of
-  each process, spawn to exit; it reaches the gateway over its Unix socket when there is one);
+- runs the command hook as ``ctxbus hooks install`` writes it (``<python> -S .../ctxbus/hooks/launch.py
+  user-prompt-submit``) with the hook JSON on stdin: the wall time of each process, spawn to exit; it reaches
+  the gateway over its Unix socket;
 - POSTs the same kind of input to ``/v1/hooks`` over a new TCP connection with the secret in a header, from
   this (warm) process (what an ``http`` hook costs, less Claude Code's own HTTP client).
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,14 +25,16 @@ from typing import Any
 from ctxbus.bench.corpus import prompts
 from ctxbus.bench.stack import PROJECT, bench_stack
 from ctxbus.bench.stats import summary
+from ctxbus.hooks import launcher
 from ctxbus.hooks.wire import read_secret
 
 WARMUP_CALLS = 5
 
 
 def _hook_command() -> list[str]:
-    exe = Path(sys.executable).with_name("ctxbus")
-    return [str(exe), "hook", "user-prompt-submit"]
+    """What ``ctxbus hooks install`` writes into a personal settings file."""
+    python, script = launcher()
+    return [python, "-S", script, "user-prompt-submit"]
 
 
 def _project_dir(data_dir: Path) -> Path:

@@ -7,12 +7,11 @@ import difflib
 import json
 import math
 import os
-import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 from ctxbus.cli.errors import CliError
+from ctxbus.hooks import launcher
 from ctxbus.hooks.install_record import InstallRecord
 from ctxbus.hooks.project import git_root
 from ctxbus.hooks.settings_file import SECRET_VARIABLE, SettingsFileError, http_url, with_ours, without_ours
@@ -113,11 +112,6 @@ def _diff(path: Path, before: str | None, after: str | None) -> str:
     )
 
 
-def executable() -> str:
-    found = shutil.which("ctxbus")
-    return found or str(Path(sys.executable).with_name("ctxbus"))
-
-
 def _gateway_url(args: argparse.Namespace) -> str | None:
     """The URL ``--http`` hooks post to: the gateway's configured port (a random one cannot be written down)."""
     if not getattr(args, "http", False):
@@ -135,10 +129,13 @@ def cmd_install(args: argparse.Namespace) -> int:
     path = settings_path(args)
     timeout_s = math.ceil(HookSettings().timeout_ms / 1000) + TIMEOUT_SLACK_S
     before = _read_text(path)
-    command = "ctxbus" if getattr(args, "shared", False) else executable()
+    # a shared file names the `ctxbus` on PATH; a personal one the fast launcher of this installation
+    command, script = ("ctxbus", None) if getattr(args, "shared", False) else launcher()
     url = _gateway_url(args)
     try:
-        merged = with_ours(_parse(path, before), command, timeout_s, tool_failures=args.tool_failures, url=url)
+        merged = with_ours(
+            _parse(path, before), command, timeout_s, tool_failures=args.tool_failures, url=url, launcher=script
+        )
     except SettingsFileError as exc:
         raise CliError(f"{path}: {exc}; not touching it") from exc
     after = dumps_like(merged, before)

@@ -102,9 +102,20 @@ def log(env: dict[str, str], message: str, **fields: Any) -> None:
         sys.stderr.write(f"ctxbus hook: cannot write {path}: {exc}; {line}\n")
 
 
+def site_packages() -> None:
+    """Under ``python -S`` (the fast launcher, ``ctxbus.hooks.launch``) the site directories are added only
+    when a slow path needs a package from them (the fallback imports pydantic); a no-op otherwise."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site  # noqa: PLC0415
+
+        site.main()
+
+
 def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> str:
     """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach)."""
     from pathlib import Path  # noqa: PLC0415
+
+    site_packages()
 
     from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, context_for_cwd  # noqa: PLC0415
 
@@ -237,6 +248,8 @@ def learned_patterns_main(env: dict[str, str]) -> int:
     """Seed 002's learned-pattern injector contract: JSON in, JSON out, always exit 0."""
     import json  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
+
+    site_packages()
 
     from ctxbus.hooks.fallback import InjectorOutput, failed, inject  # noqa: PLC0415
     from ctxbus.hooks.project import git_root  # noqa: PLC0415

@@ -25,7 +25,7 @@ OPTIONAL_EVENTS = {"PostToolUseFailure": "post-tool-use-failure"}
 #: tool events run for Bash only (the outcome inference reads test and build commands)
 MATCHERS = {"PostToolUse": "Bash", "PostToolUseFailure": "Bash"}
 _OURS = re.compile(
-    r"(^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook\s+"
+    r"((^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook|ctxbus[/\\]hooks[/\\]launch\.py[\"']?)\s+"
     r"(user-prompt-submit|session-start|session-end|stop|post-tool-use-failure|post-tool-use)\b"
 )
 
@@ -45,6 +45,10 @@ def is_ours(hook: Any) -> bool:
     if hook.get("type") == "http":
         return isinstance(hook.get("url"), str) and bool(_OUR_URL.match(hook["url"]))
     return isinstance(hook.get("command"), str) and bool(_OURS.search(hook["command"]))
+
+
+def _quoted(path: str) -> str:
+    return f'"{path}"' if " " in path else path
 
 
 def http_url(port: int) -> str:
@@ -112,10 +116,12 @@ def with_ours(
     *,
     tool_failures: bool = False,
     url: str | None = None,
+    launcher: str | None = None,
 ) -> dict[str, Any]:
     """``settings`` with ctxbus's hooks installed once: an existing ctxbus entry is replaced where it is
     (so installing again changes nothing, and never reorders), a missing event is added at the end;
-    ``tool_failures`` adds PostToolUseFailure (Claude Code versions that have the event). With ``url``
+    ``tool_failures`` adds PostToolUseFailure (Claude Code versions that have the event). With ``launcher``
+    (the path of ``ctxbus/hooks/launch.py``) ``executable`` is the Python that runs it, with ``-S``. With ``url``
     the entries are ``http`` hooks posting there (``executable`` is then not used), replacing command ones
     (and the other way round)."""
     events = {**HOOKED_EVENTS, **(OPTIONAL_EVENTS if tool_failures else {})}
@@ -130,7 +136,11 @@ def with_ours(
     # events that had only ctxbus entries keep their place: removal keeps their (empty) lists for now
     result = without_ours(settings, keep_empty=set(positions) | set(events))
     for event, sub in events.items():
-        command = f'"{executable}" hook {sub}' if " " in executable else f"{executable} hook {sub}"
+        command = (
+            f"{_quoted(executable)} hook {sub}"
+            if launcher is None
+            else f"{_quoted(executable)} -S {_quoted(launcher)} {sub}"
+        )
         group: dict[str, Any] = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
         entry = (
             {"type": "command", "command": command, "timeout": timeout_s} if url is None else http_hook(url, timeout_s)

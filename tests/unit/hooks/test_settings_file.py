@@ -119,3 +119,18 @@ def test_foreign_http_hooks_are_not_ours() -> None:
     assert not is_ours({"type": "http", "url": "https://hooks.example.com/v1/hooks"})
     assert not is_ours({"type": "http", "url": "http://127.0.0.1:9470/v1/hooks/other"})
     assert not is_ours({"type": "http"})
+
+
+LAUNCH = "/opt/ctxbus/services/ctxbus/hooks/launch.py"
+
+
+def test_the_fast_launcher_is_written_recognised_and_replaces_the_console_script_in_place() -> None:
+    old = with_ours(OTHERS, "/opt/venv/bin/ctxbus", 3)
+    fast = with_ours(old, "/opt/venv/bin/python3", 3, launcher=LAUNCH)
+    assert sorted(ours(fast)) == sorted(f"/opt/venv/bin/python3 -S {LAUNCH} {s}" for s in HOOKED_EVENTS.values())
+    assert list(fast["hooks"]) == list(old["hooks"])
+    assert without_ours(fast) == OTHERS
+    spaced = with_ours({}, "/My Tools/python3", 3, launcher="/My Tools/ctxbus/hooks/launch.py")
+    assert all(c.startswith('"/My Tools/python3" -S "/My Tools/ctxbus/hooks/launch.py" ') for c in ours(spaced))
+    assert without_ours(spaced) == {}
+    assert not is_ours({"command": "python3 -S /x/other/hooks/launch.py stop"})
