@@ -215,6 +215,8 @@ class GatewaySettings(BaseSettings):
     host: str = "127.0.0.1"
     #: 0 picks a free port (written to the runtime file)
     port: int = Field(default=9470, ge=0, le=65535)
+    #: also listen on DATA_DIR/gateway.sock (mode 0600), which the hook client prefers to TCP
+    unix_socket: bool = True
     #: a hook input larger than this is refused (the hook client trims prompts above 4 MB before posting)
     max_body_bytes: int = Field(default=8_000_000, ge=1_000, le=50_000_000)
     #: the secret every endpoint but /healthz requires; unset: DATA_DIR/gateway.secret (made by ``ctxbus up``)

@@ -269,6 +269,7 @@ async def run_gateway(
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
+    from ctxbus.hooks.transport import SOCKET_FILE  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
     # only local, non-browser callers with the installation's secret (made now if there is none yet)
@@ -293,10 +294,12 @@ async def run_gateway(
             host=settings.gateway.host,
             port=settings.gateway.port,
             max_body=settings.gateway.max_body_bytes,
+            unix_path=str(settings.data_dir / SOCKET_FILE) if settings.gateway.unix_socket else None,
         )
+        admission.port = settings.gateway.port or None  # the Host check's port; 0: the one bound, set below
         port = await server.start()
-        admission.port = port  # the Host check's port (no request is handled before this: nothing awaited)
-        log.info("gateway_listening", host=settings.gateway.host, port=port)
+        admission.port = port
+        log.info("gateway_listening", host=settings.gateway.host, port=port, unix_socket=server.unix_path)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
         if on_ready is not None:
             on_ready(port)

@@ -339,7 +339,7 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
     ensure_bytecode()
     result = hooks.run(args.memories, args.calls)
     _emit(args, result, hooks.print_report)
-    return 0 if result["invalid_output"] == 0 else 1
+    return 0 if result["invalid_output"] == 0 and result["http_invalid"] == 0 else 1
 
 
 def cmd_bench_precontext(args: argparse.Namespace) -> int:
