@@ -4,8 +4,8 @@ Starts the embedded broker and the retriever, injector and recorder as separate 
 a store of N synthetic memories, measures each process's resident memory idle, then sends a steady load of
 requests and measures the CPU time each process spent per request (user + system, from /proc: far less
 sensitive to other work on the machine than a wall-clock rate; the CPU it spends idle, polling the broker, is
-measured first and taken out), its resident memory after the load, and the store's size on disk.
-Requests per second per core = 1000 / CPU ms per request. Linux only (/proc).
+measured before and after the load, the lower taken out), its resident memory after the load, and the store's
+size on disk. Requests per second per core = 1000 / CPU ms per request. Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -65,7 +65,16 @@ def cpu_seconds(pid: int) -> float:
 
 
 def directory_mib(path: Path) -> float:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / MIB
+    """The disk space a directory's files take (allocated blocks, as ``du``: the engine's write-ahead log is
+    preallocated as sparse 32 MiB files)."""
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file()) / MIB
+
+
+async def _idle_cores(pids: dict[str, int]) -> dict[str, float]:
+    """The share of a core each process spends over IDLE_S with nothing to do."""
+    start = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    await asyncio.sleep(IDLE_S)
+    return {name: (cpu_seconds(pid) - start[name]) / IDLE_S for name, pid in pids.items()}
 
 
 async def _measure(
@@ -86,9 +95,7 @@ async def _measure(
     idle = {name: proc_status(pid) for name, pid in pids.items()}
     # the consumers poll the broker even with nothing to do (CTXBUS_KAFKA_FETCH_MAX_WAIT_MS): that CPU is a
     # cost per second, not per request, and is taken out of the load's
-    cpu_idle_from = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    await asyncio.sleep(IDLE_S)
-    idle_cores = {name: (cpu_seconds(pid) - cpu_idle_from[name]) / IDLE_S for name, pid in pids.items()}
+    idle_before = await _idle_cores(pids)
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     seen, stop = chaos_load.Watch(), asyncio.Event()
     watcher = asyncio.create_task(
@@ -114,9 +121,11 @@ async def _measure(
         stop.set()
         await watcher
     answered = [cid for cid in sent if cid in seen.injected_at]
-    cpu = {
-        name: max(0.0, cpu_seconds(pid) - cpu_before[name] - idle_cores[name] * load_s) for name, pid in pids.items()
-    }
+    cpu_load = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+    # idle before and after the load: the lower one (start-up work left over inflates the first)
+    idle_after = await _idle_cores(pids)
+    idle_cores = {name: min(idle_before[name], idle_after[name]) for name in pids}
+    cpu = {name: cpu_load[name] - idle_cores[name] * load_s for name in pids}
     after = {name: proc_status(pid) for name, pid in pids.items()}
     per_service = {
         name: {
@@ -124,7 +133,8 @@ async def _measure(
             "rss_after_mib": round(after[name]["VmRSS"], 1),
             "peak_rss_mib": round(after[name]["VmHWM"], 1),
             "idle_cores": round(idle_cores[name], 3),
-            "cpu_ms_per_request": round(1000 * cpu[name] / max(1, len(answered)), 2),
+            # None: the work of the requests was below the noise of the idle polling taken out
+            "cpu_ms_per_request": round(1000 * cpu[name] / len(answered), 2) if cpu[name] > 0 and answered else None,
             "requests_per_core_s": round(len(answered) / cpu[name], 1) if cpu[name] > 0 else None,
         }
         for name in pids
@@ -187,7 +197,11 @@ def print_report(result: dict[str, Any]) -> None:
     for name, s in result["services"].items():
         print(
             f"{name:<10} {s['rss_idle_mib']:>8.0f}M {s['rss_after_mib']:>9.0f}M {s['peak_rss_mib']:>8.0f}M "
-            f"{s['idle_cores']:>11.3f} {s['cpu_ms_per_request']:>11.2f} {s['requests_per_core_s'] or 0:>11.1f}"
+            f"{s['idle_cores']:>11.3f} {_figure(s['cpu_ms_per_request']):>11} {_figure(s['requests_per_core_s']):>11}"
         )
     e2e = result["end_to_end_ms"]
     print(f"end to end p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stdout)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
