@@ -63,6 +63,12 @@ class Resources:
             self.attempts.close()
 
 
+def consumer_group(topic_prefix: str, loop: str) -> str:
+    """The consumer group of a service's consumer loop: every process running it is a member (the loop named
+    like its service, ``retriever`` or ``injector``, is the one that consumes the service's main input)."""
+    return f"{topic_prefix}.{loop}"
+
+
 @dataclass(frozen=True, slots=True)
 class RunnerSpec:
     """One consumer loop of a service: its name (and consumer group), handler, input and outputs."""
@@ -197,7 +203,7 @@ async def run_services(
                     name=spec.name,
                     config=config,
                     topic=spec.topic,
-                    group_id=f"{settings.topic_prefix}.{spec.name}",
+                    group_id=consumer_group(settings.topic_prefix, spec.name),
                     handler=spec.handler,
                     publisher=publisher,
                     dead_letter_topic=topics.dead_letter,

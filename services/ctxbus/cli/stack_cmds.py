@@ -18,7 +18,7 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import adversarial_cmds, chaos_cmds, overload_cmds, replay_cmds
+from ctxbus.cli import adversarial_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import unreachable
 from ctxbus.contract.topics import Topics
@@ -99,6 +99,7 @@ def register(sub: Any) -> None:
     adversarial_cmds.register_bench(bsub)
     chaos_cmds.register_bench(bsub)
     overload_cmds.register_bench(bsub)
+    footprint_cmds.register_bench(bsub)
 
 
 def _install_signals(stop: asyncio.Event) -> None:
