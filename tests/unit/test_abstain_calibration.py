@@ -7,12 +7,16 @@ from dataclasses import replace
 import pytest
 
 from ctxbus.bench.abstain_calibration import (
+    BUDGETS,
     CALIBRATION,
     HELD_OUT,
+    INNER,
     Sample,
     calibrate,
+    choose_budget,
     cross_validate,
     highest_floor,
+    nested_cross_validate,
     outcome,
     report,
     split_of,
@@ -75,3 +79,31 @@ def test_halves_are_fixed_by_the_id_and_cross_validation_reports_every_fold() ->
     assert sum(f["graded"] for f in cv["per_fold"]) == 30 and sum(f["nulls"] for f in cv["per_fold"]) == 30
     full = report(many, 10, 0.05, FloorPolicy())
     assert set(full) >= {"fitted", "fitted_in_sample", "cross_validation", "halves", "current_in_sample", "tradeoff"}
+
+
+def test_the_report_cross_validates_each_recall_budget_and_counts_meta_prompts_among_the_null_prompts() -> None:
+    """Fitted in sample at a budget, the floor loses more recall on unseen prompts: the report shows the
+    out-of-sample figures for stricter budgets too, and the false injection rate over every null prompt
+    (meta prompts are turned away by rule and never get items)."""
+    many = [graded(f"g{i}", 0.4 + i / 100) for i in range(30)] + [null(f"n{i}", 0.2 + i / 100) for i in range(30)]
+    full = report(many, 10, 0.05, FloorPolicy(), meta_prompts=10)
+    by_budget = full["cross_validation_by_budget"]
+    assert [row["budget"] for row in by_budget] == sorted({*BUDGETS, 0.05})
+    for row in by_budget:
+        cv = cross_validate(many, 10, row["budget"])
+        assert row["false_injection_rate"] == cv["false_injection_rate"]
+        assert row["recall_loss"] == cv["recall_loss"]
+        assert row["false_injection_rate_all_nulls"] == pytest.approx(cv["false_injection_rate"] * 30 / 40, abs=1e-4)
+    assert full["samples"]["meta_prompts"] == 10
+
+
+def test_nested_cross_validation_judges_the_choice_of_budget_on_prompts_it_never_saw() -> None:
+    many = [graded(f"g{i}", 0.4 + i / 100) for i in range(30)] + [null(f"n{i}", 0.2 + i / 100) for i in range(30)]
+    chosen = choose_budget(many, 10, 0.02)
+    fits = [b for b in BUDGETS if cross_validate(many, 10, b, salt=INNER)["recall_loss"] <= 0.02]
+    assert chosen == (max(fits) if fits else min(BUDGETS))
+    nested = nested_cross_validate(many, 10, 0.02)
+    assert nested["folds"] == 5 and len(nested["per_fold"]) == 5
+    assert all(f["budget"] in BUDGETS for f in nested["per_fold"])
+    assert sum(f["graded"] for f in nested["per_fold"]) == 30 and sum(f["nulls"] for f in nested["per_fold"]) == 30
+    assert "nested_cross_validation" in report(many, 10, 0.02, FloorPolicy())

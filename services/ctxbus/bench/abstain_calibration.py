@@ -11,7 +11,15 @@ The procedure, kept apart from the figures it is judged by:
    smaller recall loss, then the simpler policy). Fitted on every sample, this gives the defaults.
 3. How well that carries to prompts it was not fitted on: 5-fold cross-validation (the whole search
    of step 2 on four folds, judged on the fifth; folds by a hash of the id), and the same with one fixed
-   half (``crc32(id)`` even: calibration) fitted and the other judged.
+   half (``crc32(id)`` even: calibration) fitted and the other judged. The floor fitted to lose at most
+   ``budget`` in sample loses more on unseen prompts (the highest floor the budget allows sits right under
+   the weakest graded queries), so the cross-validation is also run for the stricter budgets of
+   :data:`BUDGETS`: the out-of-sample trade-off between recall lost and null prompts let through. Picking a
+   budget from those figures is a fit too, so a nested cross-validation judges that choice: on each outer
+   fold the budget is chosen by an inner cross-validation of the training folds only (:func:`choose_budget`).
+
+The false injection rate is over the null prompts about topics; over every null prompt it is lower by the
+share of meta prompts, which are recognised by rule (:mod:`ctxbus.core.meta_prompts`) and never get items.
 
 The floor applied online is :func:`ctxbus.core.abstain.relevance` on the same evidence, so simulating a
 policy here gives exactly what the retriever would do with it.
@@ -42,6 +50,11 @@ GRID: tuple[FloorPolicy, ...] = tuple(
     )
 )
 FOLDS = 5
+#: The recall budgets whose cross-validated figures the report shows (and among which the nested
+#: cross-validation chooses).
+BUDGETS = (0.01, 0.015, 0.02)
+#: Salt of the inner folds of the nested cross-validation (other folds than the outer ones).
+INNER = "inner:"
 
 
 def split_of(item_id: str) -> str:
@@ -146,12 +159,18 @@ def calibrate(
     return best[1], best[2]
 
 
-def cross_validate(samples: Sequence[Sample], k: int, budget: float, folds: int = FOLDS) -> dict[str, Any]:
+def _fold(sample_id: str, folds: int, salt: str) -> int:
+    return zlib.crc32((salt + sample_id).encode("utf-8")) // 2 % folds
+
+
+def cross_validate(
+    samples: Sequence[Sample], k: int, budget: float, folds: int = FOLDS, *, salt: str = ""
+) -> dict[str, Any]:
     """``folds``-fold cross-validation of the whole procedure (folds by id hash, graded and nulls alike)."""
     rows = []
     for fold in range(folds):
-        test = [s for s in samples if zlib.crc32(s.id.encode("utf-8")) // 2 % folds == fold]
-        train = [s for s in samples if zlib.crc32(s.id.encode("utf-8")) // 2 % folds != fold]
+        test = [s for s in samples if _fold(s.id, folds, salt) == fold]
+        train = [s for s in samples if _fold(s.id, folds, salt) != fold]
         policy, _ = calibrate(train, k, budget)
         rows.append(outcome(test, policy, k))
     return {
@@ -159,6 +178,35 @@ def cross_validate(samples: Sequence[Sample], k: int, budget: float, folds: int 
         "false_injection_rate": round(statistics.fmean(r.false_injection_rate for r in rows), 4),
         "recall_loss": round(statistics.fmean(r.recall_loss for r in rows), 4),
         "per_fold": [r.as_dict() for r in rows],
+    }
+
+
+def choose_budget(samples: Sequence[Sample], k: int, target: float, budgets: Iterable[float] = BUDGETS) -> float:
+    """The largest of ``budgets`` whose cross-validated recall loss (inner folds) stays within ``target``; the
+    smallest when none does."""
+    candidates = sorted(set(budgets))
+    fits = [b for b in candidates if cross_validate(samples, k, b, salt=INNER)["recall_loss"] <= target]
+    return fits[-1] if fits else candidates[0]
+
+
+def nested_cross_validate(
+    samples: Sequence[Sample], k: int, target: float, budgets: Iterable[float] = BUDGETS, folds: int = FOLDS
+) -> dict[str, Any]:
+    """The budget chosen by cross-validation (:func:`choose_budget`) and the fit at it, both on the training
+    folds only, judged on the held-out fold: what choosing the budget from cross-validated figures gives on
+    prompts neither step saw."""
+    rows = []
+    for fold in range(folds):
+        test = [s for s in samples if _fold(s.id, folds, "") == fold]
+        train = [s for s in samples if _fold(s.id, folds, "") != fold]
+        budget = choose_budget(train, k, target, budgets)
+        policy, _ = calibrate(train, k, budget)
+        rows.append({"budget": budget, **outcome(test, policy, k).as_dict()})
+    return {
+        "folds": folds,
+        "false_injection_rate": round(statistics.fmean(r["false_injection_rate"] for r in rows), 4),
+        "recall_loss": round(statistics.fmean(r["recall_loss"] for r in rows), 4),
+        "per_fold": rows,
     }
 
 
@@ -187,8 +235,32 @@ def policy_dict(policy: FloorPolicy) -> dict[str, float]:
     }
 
 
-def report(samples: Sequence[Sample], k: int, budget: float, current: FloorPolicy) -> dict[str, Any]:
-    """The whole procedure (module doc): the fitted policy, how it carries over, and the current defaults."""
+def by_budget(
+    samples: Sequence[Sample], k: int, budgets: Iterable[float], meta_prompts: int = 0
+) -> list[dict[str, Any]]:
+    """The cross-validated procedure at each budget; ``false_injection_rate_all_nulls`` counts the
+    ``meta_prompts`` (turned away by rule) among the null prompts."""
+    nulls = sum(not s.graded for s in samples)
+    rows = []
+    for budget in sorted(set(budgets)):
+        cv = cross_validate(samples, k, budget)
+        rate = cv["false_injection_rate"]
+        rows.append(
+            {
+                "budget": budget,
+                "false_injection_rate": rate,
+                "recall_loss": cv["recall_loss"],
+                "false_injection_rate_all_nulls": round(rate * nulls / (nulls + meta_prompts), 4) if nulls else 0.0,
+            }
+        )
+    return rows
+
+
+def report(
+    samples: Sequence[Sample], k: int, budget: float, current: FloorPolicy, *, meta_prompts: int = 0
+) -> dict[str, Any]:
+    """The whole procedure (module doc): the fitted policy, how it carries over, and the current defaults
+    (``meta_prompts``: null prompts recognised by rule, not among ``samples``)."""
     calibration = [s for s in samples if s.split == CALIBRATION]
     held_out = [s for s in samples if s.split == HELD_OUT]
     policy, fitted = calibrate(samples, k, budget)
@@ -196,10 +268,16 @@ def report(samples: Sequence[Sample], k: int, budget: float, current: FloorPolic
     return {
         "k": k,
         "budget": budget,
-        "samples": {"graded": sum(s.graded for s in samples), "nulls": sum(not s.graded for s in samples)},
+        "samples": {
+            "graded": sum(s.graded for s in samples),
+            "nulls": sum(not s.graded for s in samples),
+            "meta_prompts": meta_prompts,
+        },
         "fitted": policy_dict(policy),
         "fitted_in_sample": fitted.as_dict(),
         "cross_validation": cross_validate(samples, k, budget),
+        "cross_validation_by_budget": by_budget(samples, k, (*BUDGETS, budget), meta_prompts),
+        "nested_cross_validation": nested_cross_validate(samples, k, budget),
         "halves": {
             "fitted": policy_dict(half_policy),
             "on_calibration": half_fitted.as_dict(),
@@ -237,6 +315,21 @@ def print_report(result: dict[str, Any], out: Callable[[str], None] = print) -> 
     out(
         f"  {cv['folds']}-fold cross-validation (fitted on 4/5, judged on the rest): false injections "
         f"{cv['false_injection_rate']:.3f}, recall loss {cv['recall_loss']:.4f}"
+    )
+    out(
+        f"  cross-validated at each recall budget: budget, recall loss, false injections (topic prompts; all "
+        f"{result['samples']['nulls'] + result['samples']['meta_prompts']} null prompts)"
+    )
+    for row in result["cross_validation_by_budget"]:
+        out(
+            f"    {row['budget']:.3f}  {row['recall_loss']:.4f}  {row['false_injection_rate']:.3f}  "
+            f"{row['false_injection_rate_all_nulls']:.3f}"
+        )
+    nested = result["nested_cross_validation"]
+    out(
+        f"  nested cross-validation (the budget chosen by cross-validation on the training folds, then fitted "
+        f"there): false injections {nested['false_injection_rate']:.3f}, recall loss {nested['recall_loss']:.4f} "
+        f"(budgets chosen: {', '.join(str(f['budget']) for f in nested['per_fold'])})"
     )
     halves = result["halves"]
     out(f"  one half fitted ({_policy_line(halves['fitted'])}):")

@@ -265,7 +265,10 @@ def run_calibration(*, data_dir: Path = DATA_DIR, log: Callable[[str], None] = p
             ingest(memories, memory.embedder, memory.store, near_duplicate=None)
             log(f"stored {len(memories)} labelled memories; collecting evidence for the graded and null prompts")
             samples = collect_samples(memory, queries, nulls)
-    return abstain_calibration.report(samples, K, abstain_calibration.DEFAULT_BUDGET, floor_policy(settings.injection))
+    meta = sum(1 for n in nulls if n.meta)
+    return abstain_calibration.report(
+        samples, K, abstain_calibration.DEFAULT_BUDGET, floor_policy(settings.injection), meta_prompts=meta
+    )
 
 
 def measure_speed(memory: Any, queries: Sequence[LabelledQuery], rounds: int) -> dict[str, float]:

@@ -36,9 +36,11 @@ combine in this order, each step's parts in the item's breakdown:
 2. the task type adds a prefetch of the kinds it wants, within what the agent profile allows
    (``prefetch_kinds``; an agent's excluded kind is never fetched, whatever the task wants);
 3. the ranking scores relevance and priors (``ctxbus.core.ranking``);
-4. the task type's factor multiplies that score (``ranking_total * task_factor``);
-5. the agent profile re-scores the result (``rescore`` below: its ``base`` is step 4's score) and
-   the cap applies; assembly order preserves head and tail; the task type's example count applies.
+4. the agent profile re-scores the result (``rescore`` below: its ``base`` is step 3's score), near
+   copies collapse and the cap applies: this chooses the context's items;
+5. the task type's factor multiplies the chosen items' scores (``ranking_total * task_factor``) and
+   orders them; assembly order preserves head and tail; the task type's example count applies
+   (steps 4 and 5: ``ctxbus.core.context_plan``).
 """
 
 from __future__ import annotations

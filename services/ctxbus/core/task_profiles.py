@@ -27,8 +27,9 @@ What a profile does, every part written to the item's breakdown:
   (``task_prefetched`` is 1 for an item only that search found).
 * **How they rank**: ``task_factor = 1 + KIND_BOOST * kind_wanted + CATEGORY_BOOST * category
   + RECENT_BOOST * recency`` (the last only when ``prioritize_recent``), and the item's score is
-  multiplied by it. Relative, like the agent profile's preferred kinds: among equally relevant items
-  the wanted one wins; an unrelated item is not lifted over a relevant one.
+  multiplied by it. It orders the items the ranking and the agent profile put in the context
+  (:mod:`ctxbus.core.context_plan`), never which items are in it: among the chosen items the wanted
+  kinds come first; an item the task wants cannot push a more relevant one out of the context.
 * **Examples**: seed 001's ``include_examples`` becomes a count: the example reference (the file that
   shows the pattern) of at most ``examples`` patterns, best first, is passed on; the others' are
   withheld (``example_shown`` 0). ``None`` passes every one on.
@@ -291,7 +292,8 @@ def apply_task_profile(
     half_life_days: float,
     prefetched: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[RankedHit]:
-    """The hits scored ``ranking_total * task_factor``, best first (ties by id, then project).
+    """The hits scored ``ranking_total * task_factor``, best first (ties by id, then project); the retriever applies
+    it to the items already chosen for the context (:mod:`ctxbus.core.context_plan`).
 
     ``general`` returns the hits as they are. Otherwise each breakdown gains the task parts,
     ``ranking_total`` (the score before) and the new ``total``.
@@ -304,7 +306,7 @@ def apply_task_profile(
         parts = task_factor_parts(hit, profile, now=now, half_life_days=half_life_days, prefetched=key in prefetched)
         total = hit.score * parts["task_factor"]
         breakdown = {**hit.breakdown, "ranking_total": hit.score, **parts, "total": total}
-        out.append(RankedHit(item=hit.item, score=total, breakdown=breakdown))
+        out.append(replace(hit, score=total, breakdown=breakdown))  # keeps the collapsed near copies
     out.sort(key=lambda r: (-r.score, r.item.id, r.item.project))
     return out
 

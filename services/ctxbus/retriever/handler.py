@@ -19,22 +19,15 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
 from ctxbus.core.bounds import QUERY_TERMS_CHARS, embed_chars, prefix
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
-from ctxbus.core.collapse import collapse_near_copies
+from ctxbus.core.context_plan import plan_context
 from ctxbus.core.domains import detect_domain
 from ctxbus.core.fingerprint import fingerprint
 from ctxbus.core.meta_prompts import META_PROMPT, recognise
-from ctxbus.core.policy import apply_plan, plan_retrieval, preserve_order
+from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
-from ctxbus.core.task_profiles import (
-    TASK_TYPE_PROFILES,
-    TaskTypeProfile,
-    apply_task_profile,
-    limit_examples,
-    merge_candidates,
-    task_profile_for,
-)
+from ctxbus.core.task_profiles import TASK_TYPE_PROFILES, TaskTypeProfile, merge_candidates, task_profile_for
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
 
@@ -333,16 +326,17 @@ class RetrieverHandler:
             min_similarity=self._min_similarity,
             max_items=max(plan.candidate_limit, len(candidates)),
         )
-        ranked = apply_task_profile(
-            ranked, task_profile, now=now, half_life_days=self._weights.half_life_days, prefetched=added
+        # the agent profile, the collapse of near copies (not in search results) and the cap choose the items; the
+        # task type orders them (ctxbus.core.context_plan)
+        planned = plan_context(
+            ranked,
+            plan,
+            task_profile,
+            now=now,
+            half_life_days=self._weights.half_life_days,
+            prefetched=added,
+            collapse=self._collapse,
         )
-        # near copies collapse into the best of their cluster (not in search results); the places freed go to the
-        # next distinct items, so the plan's cut comes after the collapse
-        collapsed = collapse_near_copies(
-            apply_plan(ranked, replace(plan, max_items=plan.candidate_limit)), plan.max_items, collapse=self._collapse
-        )
-        planned = preserve_order(collapsed, plan.preserve_head, plan.preserve_tail)
-        planned = limit_examples(planned, task_profile)
         # the floor judges what the main search found (what it was calibrated on), not the task prefetch
         evidence = Evidence.of(hits)
         floor = self._floor if abstain and self._floor is not None and applies(request.trigger, self._floor) else None

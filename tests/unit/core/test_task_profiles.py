@@ -163,18 +163,21 @@ def test_the_prefetch_keeps_within_what_the_agent_profile_allows() -> None:
     assert not plan_retrieval(IMPLEMENTER, None, "x").prefetch_kinds
 
 
-def test_the_task_factor_comes_before_the_agent_profile() -> None:
-    """Ranking, then the task factor, then the agent plan: the plan's base is the task-weighted score."""
+def test_the_task_factor_comes_after_the_agent_profile() -> None:
+    """Ranking, then the agent plan, then the task factor (ctxbus.core.context_plan): the factor multiplies the
+    agent profile's total and orders what it kept."""
     candidates = [SearchHit(item("warn", "warning"), 0.70), SearchHit(item("rule", "principle"), 0.72)]
     ranked = rank(candidates, domain=None, now=NOW)
     profile = TASK_TYPE_PROFILES[TaskType.BUGFIX]
     plan = plan_retrieval(IMPLEMENTER, TaskType.BUGFIX, "it crashes", task_profile=profile)
-    final = apply_plan(apply_task_profile(ranked, profile, now=NOW, half_life_days=90), plan)
+    final = apply_task_profile(apply_plan(ranked, plan), profile, now=NOW, half_life_days=90)
     assert order(rank(candidates, domain=None, now=NOW)) == ["rule", "warn"]
     assert order(final) == ["warn", "rule"]
     top = final[0].breakdown
-    assert top["base"] == pytest.approx(top["ranking_total"] * top["task_factor"])
-    assert final[0].score == pytest.approx(top["base"] * top["tier_factor"] + top["file_boost"] + top["kind_boost"])
+    assert top["ranking_total"] == pytest.approx(
+        top["base"] * top["tier_factor"] + top["file_boost"] + top["kind_boost"]
+    )
+    assert final[0].score == pytest.approx(top["ranking_total"] * top["task_factor"])
 
 
 def test_examples_are_shown_for_the_best_patterns_only() -> None:

@@ -1,0 +1,77 @@
+"""What goes into a context and in which order: the relevance ranking picks, the task type orders."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ctxbus.contract.payloads import TaskType
+from ctxbus.core.context_plan import plan_context
+from ctxbus.core.policy import plan_retrieval
+from ctxbus.core.profiles import IMPLEMENTER
+from ctxbus.core.ranking import rank
+from ctxbus.core.task_profiles import GENERAL_PROFILE, TASK_TYPE_PROFILES
+from ctxbus.memory.model import MemoryItem
+from ctxbus.ports import SearchHit
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def item(item_id: str, kind: str, **fields: object) -> MemoryItem:
+    when = NOW - timedelta(days=30)
+    values: dict[str, object] = {"id": item_id, "project": "p", "kind": kind, "content": f"content of {item_id}"}
+    values.update({"created_at": when, "updated_at": when, "confidence": 0.7, "importance": 0.5, **fields})
+    return MemoryItem.model_validate(values)
+
+
+def planned(candidates: list[SearchHit], task_type: TaskType, max_items: int) -> list[str]:
+    profile = TASK_TYPE_PROFILES[task_type]
+    plan = plan_retrieval(IMPLEMENTER, task_type, "add a thing", max_items=max_items, task_profile=profile)
+    ranked = rank(candidates, domain=None, now=NOW, max_items=len(candidates))
+    hits = plan_context(ranked, plan, profile, now=NOW, half_life_days=90.0)
+    return [h.item.id for h in sorted(hits, key=lambda h: -h.score)]  # best first (assembly puts seed 004's head first)
+
+
+def test_the_task_type_orders_the_context_but_does_not_change_what_is_in_it() -> None:
+    """A wanted kind just below the cut does not push a more relevant item of another kind out of the context."""
+    candidates = [
+        SearchHit(item("why", "principle"), 0.80),
+        SearchHit(item("rule", "principle"), 0.78),
+        SearchHit(item("near", "pattern"), 0.75),  # wanted by a feature, within 10 % of the two above
+    ]
+    assert planned(candidates, TaskType.GENERAL, 2) == ["why", "rule"]
+    assert planned(candidates, TaskType.FEATURE, 2) == ["why", "rule"]
+    # inside the context, the wanted kind comes first among items about as relevant
+    assert planned(candidates, TaskType.FEATURE, 3) == ["near", "why", "rule"]
+
+
+def test_the_task_factor_is_applied_last_and_explains_the_score() -> None:
+    candidates = [SearchHit(item("warn", "warning"), 0.70), SearchHit(item("rule", "principle"), 0.72)]
+    profile = TASK_TYPE_PROFILES[TaskType.BUGFIX]
+    plan = plan_retrieval(IMPLEMENTER, TaskType.BUGFIX, "it crashes", task_profile=profile)
+    ranked = rank(candidates, domain=None, now=NOW)
+    hits = sorted(plan_context(ranked, plan, profile, now=NOW, half_life_days=90.0), key=lambda h: -h.score)
+    assert [h.item.id for h in hits] == ["warn", "rule"]
+    top = hits[0].breakdown
+    agent_total = top["base"] * top["tier_factor"] + top["file_boost"] + top["kind_boost"]
+    assert top["ranking_total"] == pytest.approx(agent_total)  # the score the task factor multiplies
+    assert hits[0].score == top["total"] == pytest.approx(top["ranking_total"] * top["task_factor"])
+
+
+def test_near_copies_keep_their_collapsed_ids_through_the_task_factor() -> None:
+    candidates = [
+        SearchHit(item("a", "warning", cluster_id="a"), 0.80),
+        SearchHit(item("a2", "warning", cluster_id="a"), 0.79),
+        SearchHit(item("b", "principle"), 0.60),
+    ]
+    profile = TASK_TYPE_PROFILES[TaskType.BUGFIX]
+    plan = plan_retrieval(IMPLEMENTER, TaskType.BUGFIX, "it crashes", max_items=5, task_profile=profile)
+    hits = plan_context(rank(candidates, domain=None, now=NOW), plan, profile, now=NOW, half_life_days=90.0)
+    assert [(h.item.id, h.collapsed_ids) for h in hits] == [("a", ("a2",)), ("b", ())]
+    plain = plan_context(rank(candidates, domain=None, now=NOW), plan, GENERAL_PROFILE, now=NOW, half_life_days=90.0)
+    assert [h.item.id for h in plain] == ["a", "b"]
+    listed = plan_context(
+        rank(candidates, domain=None, now=NOW), plan, profile, now=NOW, half_life_days=90.0, collapse=False
+    )
+    assert [h.item.id for h in listed] == ["a", "a2", "b"]
