@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.bench.corpus import prompts
+from ctxbus.bench.cpu import CpuMeter, core_share, per_request
 from ctxbus.bench.stack import PROJECT, STARTUP_TIMEOUT_S, bench_stack
 from ctxbus.bench.stats import child_pids, peak_rss_mb, summary
 from ctxbus.contract.envelope import Envelope
@@ -29,6 +30,8 @@ from ctxbus.contract.topics import Topics
 
 #: How long to wait for the last answers once sending stops.
 DRAIN_S = 10.0
+#: How long the idle stack's CPU use is measured before the load starts.
+IDLE_S = 3.0
 
 
 @dataclass
@@ -79,7 +82,9 @@ def _request(i: int, domain: str, prompt: str) -> Envelope[RetrievalRequested]:
     return Envelope.root(payload, project=PROJECT, session_id=f"bench-{i % 16}", producer="bench")
 
 
-async def _drive(config: KafkaClientConfig, topics: Topics, rate: float, duration_s: float) -> tuple[Observed, int]:
+async def _drive(
+    config: KafkaClientConfig, topics: Topics, rate: float, duration_s: float, pids: dict[str, int]
+) -> tuple[Observed, int, CpuMeter, CpuMeter]:
     seen = Observed()
     ready, stop = asyncio.Event(), asyncio.Event()
     reader = asyncio.create_task(_receive(config, topics, seen, ready, stop))
@@ -96,8 +101,14 @@ async def _drive(config: KafkaClientConfig, topics: Topics, rate: float, duratio
             if str(warm.correlation_id) in seen.injected or time.monotonic() > warm_deadline:
                 break
         warm_ids = set(seen.injected)
+        idle = CpuMeter(pids, threads_of="stack")
+        idle.start()
+        await asyncio.sleep(IDLE_S)
+        idle.stop()
         total = int(rate * duration_s)
         work = prompts(total)
+        busy = CpuMeter(pids, threads_of="stack")
+        busy.start()
         start = time.perf_counter()
         sends = []
         for i, (domain, prompt) in enumerate(work):
@@ -113,11 +124,12 @@ async def _drive(config: KafkaClientConfig, topics: Topics, rate: float, duratio
         deadline = time.perf_counter() + DRAIN_S
         while time.perf_counter() < deadline and not set(seen.sent_at) <= set(seen.injected):
             await asyncio.sleep(0.05)
+        busy.stop()
     stop.set()
     await reader
     for cid in warm_ids:
         seen.injected.pop(cid, None)
-    return seen, total
+    return seen, total, idle, busy
 
 
 def report(seen: Observed, total: int, duration_s: float) -> dict[str, Any]:
@@ -139,10 +151,37 @@ def report(seen: Observed, total: int, duration_s: float) -> dict[str, Any]:
     }
 
 
+def cpu_report(seen: Observed, idle: CpuMeter, busy: CpuMeter) -> dict[str, Any]:
+    """CPU ms per answered request of each process (and of the stack's event-loop thread and other threads),
+    the share of a core each used under the load, and idle (before the load)."""
+    answered = sum(1 for cid in seen.sent_at if cid in seen.injected)
+    threads = {f"stack {k}": v for k, v in busy.threads_used_s.items()}
+    used = {**busy.used_s, **threads}
+    idle_used = {**idle.used_s, **{f"stack {k}": v for k, v in idle.threads_used_s.items()}}
+    return {
+        "cpu_ms_per_request": per_request(busy.used_s, answered, parts=threads),
+        "cpu_core_percent_loaded": core_share(used, busy.elapsed_s),
+        "cpu_core_percent_idle": core_share(idle_used, idle.elapsed_s),
+        "loadavg_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def stack_pids(stack_pid: int) -> dict[str, int]:
+    """The stack (``ctxbus up``: every service and the gateway), its broker, and this benchmark client."""
+    pids = {"stack": stack_pid, "client": os.getpid()}
+    for i, child in enumerate(child_pids(stack_pid)):
+        pids["broker" if i == 0 else f"broker{i}"] = child
+    return pids
+
+
 def run(memories_count: int, rate: float, duration_s: float) -> dict[str, Any]:
     with bench_stack(memories_count) as stack:
-        seen, total = asyncio.run(_drive(stack.kafka, Topics(stack.settings.topic_prefix), rate, duration_s))
+        pids = stack_pids(stack.proc.pid)
+        seen, total, idle, busy = asyncio.run(
+            _drive(stack.kafka, Topics(stack.settings.topic_prefix), rate, duration_s, pids)
+        )
         result = report(seen, total, duration_s)
+        result.update(cpu_report(seen, idle, busy))
         result["peak_rss_mb"] = {
             "stack": peak_rss_mb(stack.proc.pid),
             "broker": sum(peak_rss_mb(c) or 0.0 for c in child_pids(stack.proc.pid)),
@@ -176,6 +215,16 @@ def print_report(result: dict[str, Any]) -> None:
     ):
         s = result[key]
         print(f"  {label:44s} p50 {s['p50']:7.2f}  p95 {s['p95']:7.2f}  p99 {s['p99']:7.2f}  max {s['max']:7.2f} ms")
+    cpu = result["cpu_ms_per_request"]
+    if cpu:
+        loaded, idle = result["cpu_core_percent_loaded"], result["cpu_core_percent_idle"]
+        print(
+            "  CPU ms/request: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+            + f" (load average {result['loadavg_1min']})"
+        )
+        print("  % of a core under load: " + ", ".join(f"{k} {v:.0f}" for k, v in loaded.items()))
+        print("  % of a core idle:       " + ", ".join(f"{k} {v:.0f}" for k, v in idle.items()))
     rss = result["peak_rss_mb"]
     print(
         f"  peak RSS: stack {rss['stack'] or 0:.0f} MiB, broker {rss['broker']:.0f} MiB, "
