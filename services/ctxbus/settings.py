@@ -50,6 +50,9 @@ class KafkaSettings(BaseSettings):
     enable_idempotence: bool | None = None
     #: None: 5 ms for the embedded broker (it does not wake waiting fetches), 100 ms otherwise.
     fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    #: the same for consumers off the request path (the recorder, learning, memory, attempts, the archiver):
+    #: None: 100 ms embedded (each idle poll costs the broker and the process CPU), 500 ms otherwise.
+    background_fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
     #: largest record a ctxbus producer sends (key + value + headers, as aiokafka sizes it); larger ones are
     #: refused before they reach the client. Kafka's default broker limit (message.max.bytes) is about 1 MiB.
     max_record_bytes: int = Field(default=1_048_576, ge=65_536, le=100_000_000)

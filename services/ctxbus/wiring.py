@@ -103,13 +103,15 @@ class Resources:
 
 @dataclass(frozen=True, slots=True)
 class RunnerSpec:
-    """One consumer loop of a service: its name (and consumer group), handler, input and outputs."""
+    """One consumer loop of a service: its name (and consumer group), handler, input and outputs; a
+    ``background`` loop is off the request path (it polls an idle broker less often)."""
 
     name: str
     handler: Handler
     topic: str
     expect: str
     outputs: tuple[str, ...] = ()
+    background: bool = False
 
 
 def ranking_weights(settings: Settings) -> RankingWeights:
@@ -212,10 +214,23 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
                 (topics.memory_stored,),
+                background=True,
             ),
             # ... and so is what outcomes teach about the injected items
-            RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),
-            RunnerSpec("learning-outcomes", learning.outcomes, topics.outcome_recorded, EventType.OUTCOME_RECORDED),
+            RunnerSpec(
+                "learning-injections",
+                learning.injections,
+                topics.context_injected,
+                EventType.CONTEXT_INJECTED,
+                background=True,
+            ),
+            RunnerSpec(
+                "learning-outcomes",
+                learning.outcomes,
+                topics.outcome_recorded,
+                EventType.OUTCOME_RECORDED,
+                background=True,
+            ),
         ]
     if name == "injector":
         if res.attempts is None:
@@ -230,10 +245,18 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 (topics.context_injected,),
             ),
             RunnerSpec(
-                "attempts", AttemptRecorderHandler(res.attempts), topics.attempt_recorded, EventType.ATTEMPT_RECORDED
+                "attempts",
+                AttemptRecorderHandler(res.attempts),
+                topics.attempt_recorded,
+                EventType.ATTEMPT_RECORDED,
+                background=True,
             ),
             RunnerSpec(
-                "task-outcomes", TaskOutcomeHandler(res.attempts), topics.outcome_recorded, EventType.OUTCOME_RECORDED
+                "task-outcomes",
+                TaskOutcomeHandler(res.attempts),
+                topics.outcome_recorded,
+                EventType.OUTCOME_RECORDED,
+                background=True,
             ),
         ]
     if name == "recorder":
@@ -245,6 +268,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 RecorderHandler(res.record, res.metrics),
                 topics.context_injected,
                 EventType.CONTEXT_INJECTED,
+                background=True,
             )
         ]
     raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
@@ -308,6 +332,7 @@ async def run_services(
                     metrics=metrics,
                     output_topics=spec.outputs,
                     schemas=schemas,
+                    background=spec.background,
                 )
                 for name in names
                 for spec in build_runners(name, res, topics)

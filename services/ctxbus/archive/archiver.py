@@ -81,7 +81,8 @@ class Archiver:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
-        consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None))  # no group, no commits
+        # no group, no commits; not on the request path: it polls an idle broker rarely
+        consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None, background=True))
         admin = AIOKafkaAdminClient(**self._config.common("archiver"))
         await consumer.start()
         await admin.start()

@@ -110,8 +110,11 @@ class ConsumerRunner:
         output_topics: Sequence[str] = (),
         deserializer: EventDeserializer | None = None,
         schemas: SchemaTopicReader | None = None,
+        background: bool = False,
     ) -> None:
+        """``background``: a consumer off the request path (it polls an idle broker less often)."""
         self.name = name
+        self._background = background
         self.busy = asyncio.Lock()
         self._config = config
         self._topic = topic
@@ -171,7 +174,7 @@ class ConsumerRunner:
             log.info("ledger_refreshed", service=self.name, answered=len(self._answered))
 
     async def run(self, stop: asyncio.Event) -> None:
-        consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group))
+        consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group, background=self._background))
         consumer.subscribe([self._topic], listener=_Revoke(self))
         await consumer.start()
         self._consumer = consumer
