@@ -29,6 +29,7 @@ from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
+from ctxbus.core.tokens import MemoizedCounter
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
 from ctxbus.injector.expiry import InjectorDeadlines
 from ctxbus.injector.handler import InjectorHandler
@@ -59,12 +60,13 @@ def open_embedder(settings: Settings) -> Embedder:
 
 
 def token_counter(settings: Settings, embedder: Embedder | None = None) -> Callable[[str], int]:
-    """Tokens as the model counts them (its tokenizer only: the ONNX session is not loaded for this)."""
+    """Tokens as the model counts them (its tokenizer only: the ONNX session is not loaded for this); short texts'
+    counts remembered (the same memories' lines are counted for every request)."""
     if embedder is not None:
-        return embedder.count_tokens
+        return MemoizedCounter(embedder.count_tokens)
     from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415
 
-    return OnnxMiniLmEmbedder(settings.embedder).count_tokens
+    return MemoizedCounter(OnnxMiniLmEmbedder(settings.embedder).count_tokens)
 
 
 def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
@@ -187,7 +189,11 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             res.embedder = open_embedder(s)
         if res.store is None:
             res.store = open_store(s, res.embedder)
-        retriever = retriever_handler(s, res.embedder, res.store, topics, res.metrics)
+        from ctxbus.adapters.embedding.query_cache import CachedQueryEmbedder  # noqa: PLC0415
+
+        # a fetch's queries embedded together, prompts asked again not embedded again
+        queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
+        retriever = retriever_handler(s, queries, res.store, topics, res.metrics)
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)

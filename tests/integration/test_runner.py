@@ -454,3 +454,52 @@ async def test_an_output_the_broker_refuses_dead_letters_its_input_and_the_batch
     assert dlq(dead, "reason") == "output_too_large" and dlq(dead, "error-class") == "MessageSizeTooLargeError"
     (out,) = await read_all(kafka, topics.retrieval_completed, expect=1)
     assert EventDeserializer()(out.value).causation_id == second.event_id
+
+
+class PreparingHandler(EchoHandler):
+    """Gets ready for a whole fetch first (as the retriever embeds a fetch's queries together)."""
+
+    def __init__(self, topics: Topics, *, fail: bool = False) -> None:
+        super().__init__(topics)
+        self.prepared: list[list[tuple[str, int]]] = []
+        self.handled: list[str] = []
+        self.fail = fail
+
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> None:
+        self.prepared.append([(str(event.event_id), backlog) for event, backlog in batch])
+        if self.fail:
+            raise RuntimeError("the model is not there")
+
+    async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        self.handled.append(str(event.event_id))
+        return await super().__call__(event)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["prepared", "preparation_fails"])
+async def test_a_fetch_is_prepared_once_then_each_event_handled_in_order(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics, fail: bool
+) -> None:
+    events = [a_request(f"prompt {i}") for i in range(12)]
+    async with EventPublisher(kafka, "t") as pub:
+        for i, event in enumerate(events):
+            await send_raw(kafka, topics.retrieval_requested, EventSerializer()(event), partition=0)
+            if i == 5:  # poison and a repeat amid them: neither is prepared, both are dealt with in order
+                await send_raw(kafka, topics.retrieval_requested, b"garbage bytes", partition=0)
+                await send_raw(kafka, topics.retrieval_requested, EventSerializer()(events[0]), partition=0)
+        handler = PreparingHandler(topics, fail=fail)
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+    ids = [str(e.event_id) for e in events]
+    assert handler.handled == ids  # every event once, in order, whether or not the preparation worked
+    prepared = [event_id for batch in handler.prepared for event_id, _ in batch]
+    assert sorted(prepared) == sorted(ids)  # each prepared once (the repeat of the first in another fetch or not)
+    first = handler.prepared[0]
+    assert [backlog for _, backlog in first] == sorted((b for _, b in first), reverse=True)  # fewer behind each
+    assert len(handler.prepared) < len(ids)  # fetches, not events
+    out = await read_all(kafka, topics.retrieval_completed, expect=len(ids))
+    assert [str(EventDeserializer()(r.value).causation_id) for r in out] == ids
+    assert len(await read_all(kafka, topics.dead_letter, expect=1)) == 1

@@ -36,7 +36,7 @@ from ctxbus.core.task_profiles import (
     task_profile_for,
 )
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
+from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, VectorStore
 
 log = structlog.get_logger("ctxbus.retriever")
 
@@ -165,6 +165,25 @@ class RetrieverHandler:
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         return [Output(self._topics.retrieval_completed, await self.complete(event))]
+
+    def _embeds(self, event: AnyEnvelope) -> str | None:
+        """The text ``complete`` will embed for an event (None: it embeds nothing for it)."""
+        request = event.payload
+        if not isinstance(request, RetrievalRequested) or not request.prompt.strip():
+            return None
+        return None if self._meta_prompt(request) is not None else query_text(request)
+
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> None:
+        """Embed the queries of a whole fetch in one model call (per chunk of similar lengths), before each
+        request is searched and ranked on its own (``complete`` finds its vector remembered)."""
+        if not isinstance(self._embedder, QueryBatcher):
+            return
+        texts = [text for event, _ in batch if (text := self._embeds(event)) is not None]
+        if not texts:
+            return
+        started = time.perf_counter()
+        await asyncio.to_thread(self._embedder.embed_queries, texts)
+        self._metrics.stage.labels(SERVICE, "embed_batch").observe(time.perf_counter() - started)
 
     async def complete(self, event: AnyEnvelope, *, abstain: bool = True) -> Envelope[RetrievalCompleted]:
         """The completed event for a request; ``abstain=False`` skips the relevance floor and meta-prompt
