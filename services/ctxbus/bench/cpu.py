@@ -103,3 +103,14 @@ def core_share(used_s: Mapping[str, float], elapsed_s: float) -> dict[str, float
     if elapsed_s <= 0:
         return {}
     return {name: round(100.0 * s / elapsed_s, 1) for name, s in used_s.items()}
+
+
+def beyond_idle(busy: CpuMeter, idle: CpuMeter) -> dict[str, float]:
+    """Each process's CPU seconds under load beyond what it uses idle over as long (its polling, its timers): the
+    part that grows with the requests (the idle part is the same at any rate, so it weighs less at high rates)."""
+    if idle.elapsed_s <= 0:
+        return {}
+    return {
+        name: max(0.0, used - idle.used_s.get(name, 0.0) / idle.elapsed_s * busy.elapsed_s)
+        for name, used in busy.used_s.items()
+    }
