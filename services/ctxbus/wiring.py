@@ -140,7 +140,13 @@ def floor_policy(injection: InjectionSettings) -> FloorPolicy:
 
 
 def retriever_handler(
-    settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
+    settings: Settings,
+    embedder: Embedder,
+    store: VectorStore,
+    topics: Topics,
+    metrics: Metrics,
+    *,
+    query_batch: int = 1,
 ) -> RetrieverHandler:
     """The retriever as every caller builds it (the service, the Python API, the CLI, backtests)."""
     return RetrieverHandler(
@@ -157,6 +163,7 @@ def retriever_handler(
         task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
         floor=floor_policy(settings.injection),
         skip_meta_prompts=settings.injection.skip_meta_prompts,
+        query_batch=query_batch,
     )
 
 
@@ -193,7 +200,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
 
         # a fetch's queries embedded together, prompts asked again not embedded again
         queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
-        retriever = retriever_handler(s, queries, res.store, topics, res.metrics)
+        retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)

@@ -457,26 +457,35 @@ async def test_an_output_the_broker_refuses_dead_letters_its_input_and_the_batch
 
 
 class PreparingHandler(EchoHandler):
-    """Gets ready for a whole fetch first (as the retriever embeds a fetch's queries together)."""
+    """Gets ready for the next events of a fetch, ``at_once`` at a time (as the retriever embeds the next
+    requests' queries together)."""
 
-    def __init__(self, topics: Topics, *, fail: bool = False) -> None:
+    def __init__(self, topics: Topics, *, at_once: int = 5, fail: bool = False) -> None:
         super().__init__(topics)
         self.prepared: list[list[tuple[str, int]]] = []
         self.handled: list[str] = []
+        self.ready: set[str] = set()
+        self.unprepared: list[str] = []
+        self.at_once = at_once
         self.fail = fail
 
-    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> None:
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
         self.prepared.append([(str(event.event_id), backlog) for event, backlog in batch])
         if self.fail:
             raise RuntimeError("the model is not there")
+        self.ready.update(str(event.event_id) for event, _ in batch[: self.at_once])
+        return self.at_once
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
-        self.handled.append(str(event.event_id))
+        event_id = str(event.event_id)
+        self.handled.append(event_id)
+        if event_id not in self.ready:
+            self.unprepared.append(event_id)
         return await super().__call__(event)
 
 
 @pytest.mark.parametrize("fail", [False, True], ids=["prepared", "preparation_fails"])
-async def test_a_fetch_is_prepared_once_then_each_event_handled_in_order(
+async def test_the_next_events_are_prepared_a_few_at_a_time_then_each_handled_in_order(
     settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics, fail: bool
 ) -> None:
     events = [a_request(f"prompt {i}") for i in range(12)]
@@ -495,11 +504,14 @@ async def test_a_fetch_is_prepared_once_then_each_event_handled_in_order(
         )
     ids = [str(e.event_id) for e in events]
     assert handler.handled == ids  # every event once, in order, whether or not the preparation worked
-    prepared = [event_id for batch in handler.prepared for event_id, _ in batch]
-    assert sorted(prepared) == sorted(ids)  # each prepared once (the repeat of the first in another fetch or not)
-    first = handler.prepared[0]
-    assert [backlog for _, backlog in first] == sorted((b for _, b in first), reverse=True)  # fewer behind each
-    assert len(handler.prepared) < len(ids)  # fetches, not events
+    if fail:
+        assert handler.unprepared == ids and len(handler.prepared) == len(ids) + 2  # asked again at each record
+    else:
+        assert handler.unprepared == []  # each was prepared before it was handled
+        assert 1 < len(handler.prepared) < len(ids)  # a few at a time
+        first = handler.prepared[0]
+        assert str(events[0].event_id) not in [event_id for event_id, _ in first[1:]]  # the repeat is left out
+        assert [backlog for _, backlog in first] == sorted((b for _, b in first), reverse=True)  # fewer behind each
     out = await read_all(kafka, topics.retrieval_completed, expect=len(ids))
     assert [str(EventDeserializer()(r.value).causation_id) for r in out] == ids
     assert len(await read_all(kafka, topics.dead_letter, expect=1)) == 1

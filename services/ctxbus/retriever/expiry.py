@@ -48,19 +48,23 @@ class RetrieverDeadlines:
         #: each prepared request's share of its batch's preparation (seconds), until it is handled
         self._prepared: dict[str, float] = {}
 
-    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> None:
-        """The inner handler's preparation (the batch's embeddings) for the requests that will be served: none is
-        spent on a request that will be answered as expired. Its time is shared among them in the work estimate."""
-        self._prepared.clear()  # a new fetch: the last one's requests are all handled
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
+        """The inner handler's preparation (the next embeddings) for the requests that will be served: none is
+        spent on a request that will be answered as expired. Its time is shared among them in the work estimate.
+        Returns how many of ``batch`` that covers."""
+        self._prepared.clear()  # the requests prepared before are all handled
         if not isinstance(self._inner, BatchPreparer):
-            return
+            return len(batch)
         now, clock = time.monotonic(), self._clock()
-        served = [(event, backlog) for event, backlog in batch if self._shed_cause(event, backlog, clock, now) is None]
+        served = [(i, item) for i, item in enumerate(batch) if self._shed_cause(*item, clock, now) is None]
         if not served:
-            return
-        await self._inner.prepare(served)
-        share = (time.monotonic() - now) / len(served)
-        self._prepared.update((str(event.event_id), share) for event, _ in served)
+            return len(batch)
+        taken = await self._inner.prepare([item for _, item in served])
+        if taken <= 0:
+            return served[0][0] + 1
+        share = (time.monotonic() - now) / taken
+        self._prepared.update((str(event.event_id), share) for _, (event, _) in served[:taken])
+        return len(batch) if taken >= len(served) else served[taken - 1][0] + 1
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         prepared = self._prepared.pop(str(event.event_id), 0.0)

@@ -139,8 +139,11 @@ class RetrieverHandler:
         task_profiles: Mapping[TaskType, TaskTypeProfile] = TASK_TYPE_PROFILES,
         floor: FloorPolicy | None = None,
         skip_meta_prompts: bool = False,
+        query_batch: int = 8,
     ) -> None:
+        """``query_batch``: the most queries embedded in one model call ahead of their requests (``prepare``)."""
         self._mode = mode
+        self._query_batch = max(1, query_batch)
         #: collapse near copies (an injected context); off for search results (see ``searching``)
         self._collapse = collapse
         self._task_profiles = task_profiles
@@ -173,17 +176,26 @@ class RetrieverHandler:
             return None
         return None if self._meta_prompt(request) is not None else query_text(request)
 
-    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> None:
-        """Embed the queries of a whole fetch in one model call (per chunk of similar lengths), before each
-        request is searched and ranked on its own (``complete`` finds its vector remembered)."""
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
+        """Embed the next requests' queries together (one model call, at most ``query_batch`` of them) before each
+        is searched and ranked on its own (``complete`` finds its vector remembered); how many requests that
+        covers. A lone query is left to ``complete`` (no batch, no extra thread hop)."""
         if not isinstance(self._embedder, QueryBatcher):
-            return
-        texts = [text for event, _ in batch if (text := self._embeds(event)) is not None]
-        if not texts:
-            return
-        started = time.perf_counter()
-        await asyncio.to_thread(self._embedder.embed_queries, texts)
-        self._metrics.stage.labels(SERVICE, "embed_batch").observe(time.perf_counter() - started)
+            return len(batch)
+        texts: list[str] = []
+        taken = 0
+        for event, _ in batch:
+            text = self._embeds(event)
+            if text is not None:
+                if len(texts) == self._query_batch:
+                    break
+                texts.append(text)
+            taken += 1
+        if len(texts) > 1:
+            started = time.perf_counter()
+            await asyncio.to_thread(self._embedder.embed_queries, texts)
+            self._metrics.stage.labels(SERVICE, "embed_batch").observe(time.perf_counter() - started)
+        return taken
 
     async def complete(self, event: AnyEnvelope, *, abstain: bool = True) -> Envelope[RetrievalCompleted]:
         """The completed event for a request; ``abstain=False`` skips the relevance floor and meta-prompt

@@ -14,6 +14,7 @@ def request(prompt: str) -> Envelope[RetrievalRequested]:
 
 def test_leaves_out_what_did_not_decode_was_answered_or_repeats_and_counts_what_waits_behind() -> None:
     a, b, c, d = (request(p) for p in "abcd")
-    batch = fetch_batch([a, ValueError("poison"), b, a, c, d], 8, answered={str(c.event_id)})
+    after, batch = fetch_batch([a, ValueError("poison"), b, a, c, d], 8, answered={str(c.event_id)})
     assert [(e.payload.prompt, behind) for e, behind in batch] == [("a", 7), ("b", 5), ("d", 2)]  # type: ignore[union-attr]
-    assert fetch_batch([], 0, answered=set()) == []
+    assert after == [1, 3, 6]  # where the events after each one given start
+    assert fetch_batch([], 0, answered=set()) == ([], [])

@@ -224,19 +224,23 @@ class ConsumerRunner:
     async def _process_batch(
         self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
     ) -> None:
-        waiting = sum(len(r) for r in batch.values()) + sum(
+        waiting = sum(len(r) for r in batch.values()) + sum(  # records from the next one on
             max(0, (consumer.highwater(tp) or 0) - records[-1].offset - 1) for tp, records in batch.items()
         )
         decoded = {tp: [await self._try_decode(msg) for msg in records] for tp, records in batch.items()}
-        await self._prepare(decoded, waiting)
+        flat = [event for events in decoded.values() for event in events]  # in handling order
+        index = ready = 0  # the handler prepared the events before ``ready``
         for tp, records in batch.items():
             in_flight: list[Sent] = []  # outputs sent as soon as handled; acknowledged before the commit
             for msg, event in zip(records, decoded[tp], strict=True):
+                if index >= ready:
+                    ready = index + await self._prepare(flat[index:], waiting)
                 waiting -= 1
                 BACKLOG.set(waiting)
                 sent = await self._process(msg, event)
                 if sent is not None:
                     in_flight.append(sent)
+                index += 1
             for sent in in_flight:
                 await self._settle(sent)
             await consumer.commit({tp: OffsetAndMetadata(records[-1].offset + 1, "")})
@@ -247,18 +251,21 @@ class ConsumerRunner:
         except EventDecodeError as exc:
             return exc
 
-    async def _prepare(self, decoded: dict[TopicPartition, list[AnyEnvelope | EventDecodeError]], waiting: int) -> None:
-        """Let a handler that can get ready for the whole fetch do so (events in the order they are handled, each
-        with the records behind it; duplicates left out). Its failure is logged: each event is handled anyway."""
+    async def _prepare(self, events: list[AnyEnvelope | EventDecodeError], waiting: int) -> int:
+        """Let a handler that prepares get ready for the next events (``waiting``: records from the first on);
+        returns how many of ``events`` to handle before asking again. Its failure is logged: each event is
+        handled anyway."""
         if not isinstance(self._handler, BatchPreparer):
-            return
-        batch = fetch_batch([e for events in decoded.values() for e in events], waiting, self._answered)
+            return len(events)
+        positions, batch = fetch_batch(events, waiting, self._answered)
         if not batch:
-            return
+            return len(events)
         try:
-            await self._handler.prepare(batch)
+            taken = await self._handler.prepare(batch)
         except Exception as exc:  # an optimisation only: the events are handled (and retried) one by one
             log.warning("prepare_failed", service=self.name, events=len(batch), error=repr(exc))
+            return 1
+        return len(events) if taken >= len(batch) else positions[max(0, taken - 1)]
 
     async def _process(self, msg: ConsumerRecord[bytes, bytes], event: AnyEnvelope | EventDecodeError) -> Sent | None:
         """Handle and send the outputs of one decoded message (not waiting for the broker): what was sent, or
