@@ -85,7 +85,7 @@ class EmbedderSettings(BaseSettings):
     max_tokens: int = Field(default=256, ge=16, le=512)
     batch_size: int = Field(default=16, ge=1, le=256)
     #: the most queries the retriever embeds in one model call ahead of their requests (1: each on its own)
-    query_batch: int = Field(default=8, ge=1, le=256)
+    query_batch: int = Field(default=4, ge=1, le=256)
     #: query vectors the retriever remembers (keyed by the text the model reads); 0 turns the cache off
     query_cache: int = Field(default=2_048, ge=0, le=1_000_000)
 

@@ -139,7 +139,7 @@ class RetrieverHandler:
         task_profiles: Mapping[TaskType, TaskTypeProfile] = TASK_TYPE_PROFILES,
         floor: FloorPolicy | None = None,
         skip_meta_prompts: bool = False,
-        query_batch: int = 8,
+        query_batch: int = 4,
     ) -> None:
         """``query_batch``: the most queries embedded in one model call ahead of their requests (``prepare``)."""
         self._mode = mode
