@@ -4,8 +4,16 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The newest supported Python (pyproject's requires-python), when the machine has it: the suite runs on it
+# too (`make test NEWEST_PY=` skips it). pyenv's shims only answer for the global version, so its
+# interpreters are looked up by path first.
+NEWEST_PY ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) \
+	$(shell command -v python3.13 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
+	$(shell command -v python3.12 2>/dev/null))
+NEWEST_VENV := .venv-newest
+NEWEST_STAMP := $(NEWEST_VENV)/.installed
 
-.PHONY: setup chromium test lint up bench clean
+.PHONY: setup chromium test test-newest lint up bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +40,19 @@ lint: $(STAMP)
 
 test: $(STAMP) chromium lint
 	$(BIN)/pytest -n 2 --dist loadgroup
+	@if [ -n "$(NEWEST_PY)" ]; then $(MAKE) --no-print-directory test-newest; \
+	else echo "no newer Python found: the suite ran on $$($(BIN)/python --version) only"; fi
+
+$(NEWEST_STAMP): pyproject.toml
+	$(NEWEST_PY) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/pip install --quiet --upgrade pip
+	$(NEWEST_VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $(NEWEST_STAMP)
+
+# the suite again on the newest supported Python (its own venv; bytecode of that version)
+test-newest: $(NEWEST_STAMP) chromium
+	@echo "the suite on $$($(NEWEST_VENV)/bin/python --version)"
+	$(NEWEST_VENV)/bin/pytest -n 2 --dist loadgroup -p no:cacheprovider
 
 up: $(STAMP)
 	$(BIN)/ctxbus up
@@ -40,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/ctxbus bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(NEWEST_VENV) build *.egg-info

@@ -31,11 +31,11 @@ import os
 import time
 import uuid
 from collections.abc import Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ctxbus.components import injector_handler, open_embedder, open_store, retriever_handler
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
     SECTIONS,
@@ -47,7 +47,7 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.bounds import embed_chars, prefix
-from ctxbus.hooks.project import MAX_PROJECT_CHARS
+from ctxbus.core.queries import MAX_K, MODES, Found, QueryError, SearchResult, check_project, check_query
 from ctxbus.learning.record import OutcomeReceipt
 from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import IngestReport, ingest
@@ -59,10 +59,17 @@ from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorSto
 from ctxbus.retriever.handler import window_notices
 from ctxbus.settings import Settings
 
-#: search modes: the full ranking, or one stage of it
-MODES = ("ranked", "hybrid", "dense", "sparse")
-#: most items one search returns (the wire's bound on a retrieval)
-MAX_K = 100
+__all__ = [
+    "MAX_K",
+    "MAX_LIBRARY_THREADS",
+    "MODES",
+    "Found",
+    "Memory",
+    "QueryError",
+    "SearchResult",
+    "library_embedder_settings",
+]
+
 PRODUCER = "api"
 T = TypeVar("T")
 
@@ -81,59 +88,10 @@ def library_embedder_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"threads": threads})})
 
 
-class QueryError(ValueError):
-    """A query that cannot be run: blank, unknown mode, k out of range, bad options."""
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    id: str
-    project: str
-    kind: str
-    score: float
-    breakdown: Mapping[str, float] = field(default_factory=dict)
-    title: str = ""
-    content: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    items: tuple[Found, ...]
-    ms: float
-    #: the query was longer than the embedding model reads (its tokens beyond the window were not embedded)
-    truncated: bool = False
-    query_tokens: int = 0
-    notice: str | None = None
-    #: ranked mode: the domain the ranking used and where it came from (``request`` or ``detected``)
-    domain: str | None = None
-    domain_source: str | None = None
-    #: ranked mode: the task type used (the caller's, else the classifier's) and why the result is empty
-    task_type: str | None = None
-    empty_reason: str | None = None
-
-
-def _check_project(project: str) -> None:
-    if not isinstance(project, str) or not project.strip():
-        raise QueryError("the project is empty or blank")
-    if len(project) > MAX_PROJECT_CHARS:
-        raise QueryError(f"the project is {len(project)} characters; a project id has at most {MAX_PROJECT_CHARS}")
-
-
-def _check_query(query: str, k: int, mode: str) -> None:
-    if not isinstance(query, str) or not query.strip():
-        raise QueryError("the query is empty or blank")
-    if mode not in MODES:
-        raise QueryError(f"unknown search mode {mode!r}; valid: {', '.join(MODES)}")
-    if not 1 <= k <= MAX_K:
-        raise QueryError(f"k must be from 1 to {MAX_K}, not {k}")
-
-
 class Memory:
     """One project-scoped memory store with the embedder that fills and searches it."""
 
     def __init__(self, settings: Settings, embedder: Embedder, store: VectorStore, *, owns_store: bool = True) -> None:
-        from ctxbus.wiring import injector_handler, retriever_handler  # noqa: PLC0415  (wiring imports the services)
-
         self.settings = settings
         self.embedder = embedder
         self.store = store
@@ -150,8 +108,6 @@ class Memory:
     @classmethod
     def open(cls, settings: Settings | None = None) -> Memory:
         """Load the embedder and open the configured store (raises StoreBusy, StoreModelMismatch)."""
-        from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415
-
         settings = settings or Settings()
         embedder = open_embedder(library_embedder_settings(settings))
         return cls(settings, embedder, open_store(settings, embedder))
@@ -231,8 +187,8 @@ class Memory:
         abstain: bool = False,
     ) -> SearchResult:
         """:meth:`search` for callers that already run an event loop (the store work runs in a thread)."""
-        _check_project(project)
-        _check_query(query, k, mode)
+        check_project(project)
+        check_query(query, k, mode)
         started = time.perf_counter()
         truncated, tokens, notice = self._window(query)
         facts: dict[str, Any] = {}
@@ -325,7 +281,7 @@ class Memory:
         strict_domain: bool = False,
     ) -> dict[str, Any]:
         """:meth:`prime` for callers that already run an event loop."""
-        _check_project(project)
+        check_project(project)
         if not description or not description.strip():
             raise QueryError("the task description is empty or blank")
         unknown = sorted(set(include or {}) - set(SECTIONS))

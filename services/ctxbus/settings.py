@@ -222,6 +222,8 @@ class GatewaySettings(BaseSettings):
     host: str = "127.0.0.1"
     #: 0 picks a free port (written to the runtime file)
     port: int = Field(default=9470, ge=0, le=65535)
+    #: also listen on DATA_DIR/gateway.sock (mode 0600), which the hook client prefers to TCP
+    unix_socket: bool = True
     #: a hook input larger than this is refused (the hook client trims prompts above 4 MB before posting)
     max_body_bytes: int = Field(default=8_000_000, ge=1_000, le=50_000_000)
     #: the secret every endpoint but /healthz requires; unset: DATA_DIR/gateway.secret (made by ``ctxbus up``)
@@ -246,6 +248,19 @@ class GatewaySettings(BaseSettings):
                 "(e.g. `openssl rand -hex 32`)"
             )
         return SecretStr(text)
+
+    @property
+    def allowed_host_list(self) -> tuple[str, ...]:
+        return tuple(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
+
+
+class DashboardSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_DASHBOARD_", extra="ignore")
+
+    #: Host header values the dashboard answers besides the loopback names on its port and the address it
+    #: listens on (comma-separated ``host`` or ``host:port``; ``host`` alone admits any port), e.g. a name a
+    #: reverse proxy forwards; ``ctxbus dashboard --allowed-host`` adds more
+    allowed_hosts: str = ""
 
     @property
     def allowed_host_list(self) -> tuple[str, ...]:
@@ -285,6 +300,7 @@ class Settings(BaseSettings):
     hook: HookSettings = Field(default_factory=HookSettings)
     precontext: PreContextSettings = Field(default_factory=PreContextSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
 
     @field_validator("topic_prefix")

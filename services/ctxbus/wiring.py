@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
@@ -23,61 +22,22 @@ from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader
 from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
+from ctxbus.components import injector_handler, open_embedder, open_store, retriever_handler, utc_now
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.topics import Topics
-from ctxbus.core.abstain import FloorPolicy
-from ctxbus.core.ranking import RankingWeights
-from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
-from ctxbus.core.task_prototypes import build_classifier
-from ctxbus.core.tokens import MemoizedCounter
-from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler, policy_from
+from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler
 from ctxbus.injector.expiry import InjectorDeadlines
-from ctxbus.injector.handler import InjectorHandler
 from ctxbus.learning.handler import LearningHandler
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, SearchMode, VectorStore
+from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.expiry import RetrieverDeadlines
-from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
-from ctxbus.settings import InjectionSettings, Settings
+from ctxbus.settings import Settings
 
 log = structlog.get_logger("ctxbus.wiring")
 
 SERVICES = ("retriever", "injector", "recorder")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def open_embedder(settings: Settings) -> Embedder:
-    from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415  (heavy import)
-
-    embedder = OnnxMiniLmEmbedder(settings.embedder)
-    embedder.warm_up()  # the first request should not pay for loading the model
-    return embedder
-
-
-def token_counter(settings: Settings, embedder: Embedder | None = None) -> Callable[[str], int]:
-    """Tokens as the model counts them (its tokenizer only: the ONNX session is not loaded for this); short texts'
-    counts remembered (the same memories' lines are counted for every request)."""
-    if embedder is not None:
-        return MemoizedCounter(embedder.count_tokens)
-    from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415
-
-    return MemoizedCounter(OnnxMiniLmEmbedder(settings.embedder).count_tokens)
-
-
-def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
-    """The configured Qdrant server, else the embedded Qdrant Edge shard (owned by this process)."""
-    if settings.qdrant.url:
-        from ctxbus.adapters.store_qdrant_server import QdrantServerStore  # noqa: PLC0415
-
-        return QdrantServerStore.connect(settings.qdrant, model_id=embedder.model_id, dim=embedder.dim)
-    from ctxbus.adapters.store_edge import EdgeVectorStore  # noqa: PLC0415
-
-    return EdgeVectorStore(settings.store_dir, model_id=embedder.model_id, dim=embedder.dim)
 
 
 @dataclass
@@ -103,6 +63,12 @@ class Resources:
             self.attempts.close()
 
 
+def consumer_group(topic_prefix: str, loop: str) -> str:
+    """The consumer group of a service's consumer loop: every process running it is a member (the loop named
+    like its service, ``retriever`` or ``injector``, is the one that consumes the service's main input)."""
+    return f"{topic_prefix}.{loop}"
+
+
 @dataclass(frozen=True, slots=True)
 class RunnerSpec:
     """One consumer loop of a service: its name (and consumer group), handler, input and outputs; a
@@ -116,77 +82,6 @@ class RunnerSpec:
     background: bool = False
 
 
-def ranking_weights(settings: Settings) -> RankingWeights:
-    i = settings.injection
-    return RankingWeights(
-        fusion=i.weight_fusion,
-        similarity=i.weight_similarity,
-        lexical=i.weight_lexical,
-        domain=i.weight_domain,
-        conviction=i.weight_conviction,
-        recency=i.weight_recency,
-        half_life_days=i.half_life_days,
-    )
-
-
-def floor_policy(injection: InjectionSettings) -> FloorPolicy:
-    """The relevance floor the settings ask for (``CTXBUS_INJECTION_MIN_RELEVANCE`` and ``_RELEVANCE_*``)."""
-    return FloorPolicy(
-        min_relevance=injection.min_relevance,
-        pack_size=injection.relevance_pack,
-        margin_weight=injection.relevance_margin_weight,
-        keyword_weight=injection.relevance_keyword_weight,
-    )
-
-
-def retriever_handler(
-    settings: Settings,
-    embedder: Embedder,
-    store: VectorStore,
-    topics: Topics,
-    metrics: Metrics,
-    *,
-    query_batch: int = 1,
-) -> RetrieverHandler:
-    """The retriever as every caller builds it (the service, the Python API, the CLI, backtests)."""
-    return RetrieverHandler(
-        embedder,
-        store,
-        topics,
-        metrics,
-        weights=ranking_weights(settings),
-        min_score=settings.injection.min_score,
-        min_similarity=settings.injection.min_similarity,
-        clock=utc_now,
-        classifier=build_classifier(embedder),
-        mode=SearchMode(settings.injection.search_mode),
-        task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
-        floor=floor_policy(settings.injection),
-        skip_meta_prompts=settings.injection.skip_meta_prompts,
-        query_batch=query_batch,
-    )
-
-
-def injector_handler(
-    settings: Settings,
-    topics: Topics,
-    metrics: Metrics,
-    *,
-    embedder: Embedder | None = None,
-    attempts: AttemptStore | None = None,
-) -> InjectorHandler:
-    """The injector as every caller builds it."""
-    return InjectorHandler(
-        topics,
-        metrics,
-        settings.injection,
-        clock=utc_now,
-        attempts=attempts,
-        precontext=policy_from(settings.precontext),
-        count_tokens=token_counter(settings, embedder),
-    )
-
-
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
     """The consumer loops a service runs (the injector also records agent attempts for pre-context and
     closes the tasks an outcome ended)."""
@@ -198,7 +93,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             res.store = open_store(s, res.embedder)
         from ctxbus.adapters.embedding.query_cache import CachedQueryEmbedder  # noqa: PLC0415
 
-        # a fetch's queries embedded together, prompts asked again not embedded again
+        # the next queries embedded together, prompts asked again not embedded again
         queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
         retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         if res.ledger is None:
@@ -336,7 +231,7 @@ async def run_services(
                     name=spec.name,
                     config=config,
                     topic=spec.topic,
-                    group_id=f"{settings.topic_prefix}.{spec.name}",
+                    group_id=consumer_group(settings.topic_prefix, spec.name),
                     handler=spec.handler,
                     publisher=publisher,
                     dead_letter_topic=topics.dead_letter,
@@ -409,6 +304,7 @@ async def run_gateway(
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
+    from ctxbus.hooks.transport import SOCKET_FILE  # noqa: PLC0415
 
     topics = Topics(settings.topic_prefix)
     # only local, non-browser callers with the installation's secret (made now if there is none yet)
@@ -433,10 +329,12 @@ async def run_gateway(
             host=settings.gateway.host,
             port=settings.gateway.port,
             max_body=settings.gateway.max_body_bytes,
+            unix_path=str(settings.data_dir / SOCKET_FILE) if settings.gateway.unix_socket else None,
         )
+        admission.port = settings.gateway.port or None  # the Host check's port; 0: the one bound, set below
         port = await server.start()
-        admission.port = port  # the Host check's port (no request is handled before this: nothing awaited)
-        log.info("gateway_listening", host=settings.gateway.host, port=port)
+        admission.port = port
+        log.info("gateway_listening", host=settings.gateway.host, port=port, unix_socket=server.unix_path)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
         if on_ready is not None:
             on_ready(port)

@@ -14,17 +14,26 @@ import pytest
 from ctxbus.adapters.broker_embedded import EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_services
+from ctxbus.wiring import SERVICES, Resources, run_services
+
+from .tls_material import TlsMaterial, make_tls_material
 
 
 @pytest.fixture(scope="session")
 def broker() -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def tls_material(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    """A test CA and the certificates the secure-transport tests use (made by the openssl command line)."""
+    return make_tls_material(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture

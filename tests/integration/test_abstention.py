@@ -13,6 +13,7 @@ from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.adapters.store_edge import EdgeVectorStore
 from ctxbus.api import Memory
 from ctxbus.bench.retrieval import DATA_DIR, load_memories
+from ctxbus.components import retriever_handler
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
@@ -22,7 +23,6 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import SearchHit, SearchQuery, Vector
 from ctxbus.retriever.handler import RetrieverHandler
 from ctxbus.settings import Settings
-from ctxbus.wiring import retriever_handler
 
 pytestmark = pytest.mark.integration
 

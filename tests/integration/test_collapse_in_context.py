@@ -10,6 +10,7 @@ import pytest
 
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.api import Memory
+from ctxbus.components import open_store, retriever_handler
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
@@ -17,7 +18,6 @@ from ctxbus.memory.ingest import ingest
 from ctxbus.memory.model import MemoryItem
 from ctxbus.observability import Metrics
 from ctxbus.settings import Settings
-from ctxbus.wiring import open_store, retriever_handler
 
 pytestmark = pytest.mark.integration
 

@@ -309,7 +309,7 @@ async def test_clients_that_go_away_do_not_break_the_server(
     await pages[1].goto(dashboard.url)
     await expect(pages[1].get_by_test_id("live-status")).to_have_text("live", timeout=SEEN_WITHIN_MS)
     reader, writer = await asyncio.open_connection("127.0.0.1", dashboard.server.port)
-    writer.write(b"GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write(f"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{dashboard.server.port}\r\n\r\n".encode())
     await reader.readuntil(b"event: snapshot")
     assert dashboard.server.clients == 3
 

@@ -25,6 +25,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.adapters.kafka.runner import ConsumerRunner
+from ctxbus.components import open_store, retriever_handler
 from ctxbus.contract.envelope import Envelope, EventType
 from ctxbus.contract.payloads import (
     ContextInjected,
@@ -42,7 +43,7 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchQuery, VectorStore
 from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.settings import GatewaySettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, retriever_handler, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import committed, read_all
 from .test_hooks import make_repo, prompt_input
@@ -247,12 +248,15 @@ async def test_the_gateway_answers_within_the_hook_budget_when_the_pipeline_is_s
         assert deadline is not None and sent_at <= r.emitted_at < deadline
         assert deadline - r.emitted_at <= timedelta(milliseconds=budget_ms) - timedelta(seconds=RETURN_MARGIN_S)
 
-    # the late answers come back expired (the first from the injector, the others from the retriever, which
-    # never searched for them) and nobody waits for them: the router drops them
+    # the late answers come back expired and nobody waits for them: the router drops them. The retriever works on
+    # at most the first (its search outlives every deadline, so the injector expires it); the others it answers
+    # expired without searching (on a loaded machine the first may reach it too late to be searched at all)
     injections = await decoded(kafka, topics.context_injected, 3)
     assert [i.payload.empty_reason for i in injections] == [EXPIRED] * 3
-    assert sum(stack.store.searched(f"password reset {i}") for i in range(3)) == 1
-    assert expired_count(stack.metrics, "retriever") == 2 and expired_count(stack.metrics, "injector") == 1
+    searched = sum(stack.store.searched(f"password reset {i}") for i in range(3))
+    assert searched <= 1
+    assert expired_count(stack.metrics, "retriever") == 3 - searched
+    assert expired_count(stack.metrics, "injector") == searched
 
     # the pipeline is fast again. The retriever's estimate still says a retrieval takes seconds (it would shed a
     # request with 1.6 s left), until a second without serving anything: then it serves (and measures) again

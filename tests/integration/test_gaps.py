@@ -19,6 +19,7 @@ import structlog
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.gap_cmds import cmd_gap, register
+from ctxbus.components import open_store
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDeserializer
@@ -34,7 +35,7 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_services
+from ctxbus.wiring import SERVICES, Resources, run_services
 
 from .kafka_io import read_all
 

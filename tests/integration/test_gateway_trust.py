@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks.project import project_for
 from ctxbus.memory.ingest import ingest
@@ -28,7 +29,7 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
 from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook

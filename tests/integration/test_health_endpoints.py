@@ -11,11 +11,12 @@ import urllib.request
 import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 pytestmark = pytest.mark.integration
 

@@ -4,6 +4,7 @@ and with everything down. It always prints valid hook output within its timeout 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import socket
@@ -18,8 +19,10 @@ from typing import Any
 
 import pytest
 
+import ctxbus.hooks
 from ctxbus.adapters.broker_embedded import free_port
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.payloads import OutcomeRecorded
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
@@ -29,7 +32,7 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
 
@@ -66,12 +69,20 @@ def hook_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+#: what ``ctxbus hooks install`` writes: the interpreter without ``site``, and the launcher file by its path
+LAUNCHER = [sys.executable, "-S", str(Path(ctxbus.hooks.__file__).with_name("launch.py"))]
+
+
 def run_hook(
-    env: dict[str, str], slug: str, stdin: bytes, cwd: Path
+    env: dict[str, str], slug: str, stdin: bytes, cwd: Path, *, launcher: bool = False
 ) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    """The hook as a fresh process: ``python -m ctxbus.cli.main hook SLUG``, or (``launcher``) the installed fast
+    launcher with no PYTHONPATH at all, as from a fresh clone's settings file."""
+    if launcher:
+        env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "ctxbus.cli.main", "hook", slug],
+        [*LAUNCHER, slug] if launcher else [sys.executable, "-m", "ctxbus.cli.main", "hook", slug],
         input=stdin,
         env=env,
         cwd=cwd,
@@ -106,10 +117,11 @@ def context_of(done: subprocess.CompletedProcess[bytes], event: str = "UserPromp
 # --- everything down -----------------------------------------------------------------------------
 
 
-def test_with_the_gateway_down_it_falls_back_to_the_pattern_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", [False, True])
+def test_with_the_gateway_down_it_falls_back_to_the_pattern_file(tmp_path: Path, launcher: bool) -> None:
     repo = make_repo(tmp_path)
     env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{free_port()}")
-    done, elapsed = run_hook(env, "user-prompt-submit", prompt_input(repo), repo)
+    done, elapsed = run_hook(env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
     assert "### Password reset revokes sessions" in context_of(done)
     assert elapsed < 2.0
     log = (tmp_path / "data" / "hook.log").read_text()
@@ -144,10 +156,13 @@ def silent_gateway() -> Iterator[int]:
     server.close()
 
 
-def test_a_gateway_that_never_answers_still_gets_valid_output_in_time(tmp_path: Path, silent_gateway: int) -> None:
+@pytest.mark.parametrize("launcher", [False, True])
+def test_a_gateway_that_never_answers_still_gets_valid_output_in_time(
+    tmp_path: Path, silent_gateway: int, launcher: bool
+) -> None:
     repo = make_repo(tmp_path)
     env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{silent_gateway}", CTXBUS_HOOK_TIMEOUT_MS="800")
-    done, elapsed = run_hook(env, "user-prompt-submit", prompt_input(repo), repo)
+    done, elapsed = run_hook(env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
     context_of(done)  # valid, whatever it holds
     assert elapsed < 1.0, elapsed
 
@@ -171,18 +186,20 @@ def test_a_huge_prompt_is_handled(tmp_path: Path) -> None:
     context_of(done)
 
 
-def test_disabled_and_outcome_hooks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", [False, True])
+def test_disabled_and_outcome_hooks(tmp_path: Path, launcher: bool) -> None:
     env = hook_env(tmp_path, CTXBUS_HOOK_ENABLED="false")
-    done, _ = run_hook(env, "user-prompt-submit", prompt_input(tmp_path), tmp_path)
+    done, _ = run_hook(env, "user-prompt-submit", prompt_input(tmp_path), tmp_path, launcher=launcher)
     assert context_of(done) == ""
     down = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{free_port()}")
-    stop, _ = run_hook(down, "stop", b'{"hook_event_name": "Stop", "session_id": "s"}', tmp_path)
+    stop, _ = run_hook(down, "stop", b'{"hook_event_name": "Stop", "session_id": "s"}', tmp_path, launcher=launcher)
     assert stop.returncode == 0 and json.loads(stop.stdout) == {}
-    bad, _ = run_hook(down, "no-such-hook", b"{}", tmp_path)
+    bad, _ = run_hook(down, "no-such-hook", b"{}", tmp_path, launcher=launcher)
     assert bad.returncode == 0 and json.loads(bad.stdout) == {} and b"unknown hook" in bad.stderr
 
 
-def test_the_seed_002_injector_contract(tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", [False, True])
+def test_the_seed_002_injector_contract(tmp_path: Path, launcher: bool) -> None:
     repo = make_repo(tmp_path)
     request = {
         "agent_name": "code-reviewer",
@@ -193,12 +210,12 @@ def test_the_seed_002_injector_contract(tmp_path: Path) -> None:
         "max_patterns": 5,
         "min_confidence": 0.7,
     }
-    done, _ = run_hook(hook_env(tmp_path), "learned-patterns", json.dumps(request).encode(), repo)
+    done, _ = run_hook(hook_env(tmp_path), "learned-patterns", json.dumps(request).encode(), repo, launcher=launcher)
     assert done.returncode == 0
     out = json.loads(done.stdout)
     assert out["success"] is True and out["pattern_count"] == 1 and out["source"] == "persistence_file"
     assert isinstance(out["retrieval_ms"], int) and "### Password reset revokes sessions" in out["patterns_context"]
-    garbage, _ = run_hook(hook_env(tmp_path), "learned-patterns", b"nope", repo)
+    garbage, _ = run_hook(hook_env(tmp_path), "learned-patterns", b"nope", repo, launcher=launcher)
     assert garbage.returncode == 0 and json.loads(garbage.stdout)["success"] is False
 
 
@@ -233,10 +250,15 @@ async def stack(
         await asyncio.wait_for(asyncio.gather(services_task, gateway_task), 30)
 
 
-async def test_the_hook_gets_the_injected_context_through_the_gateway(stack: tuple[int, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", [False, True])
+async def test_the_hook_gets_the_injected_context_through_the_gateway(
+    stack: tuple[int, Path], tmp_path: Path, launcher: bool
+) -> None:
     port, repo = stack
     env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}")
-    done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo), repo)
+    done, _ = await asyncio.to_thread(
+        functools.partial(run_hook, env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
+    )
     assert "### Password reset revokes sessions" in context_of(done)
     assert not (tmp_path / "data" / "hook.log").exists()  # no fallback, nothing to report
 

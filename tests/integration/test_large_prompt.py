@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.payloads import MAX_PROMPT_CHARS
 from ctxbus.contract.topics import Topics
 from ctxbus.hooks.wire import read_secret
@@ -25,7 +26,7 @@ from ctxbus.memory.model import MemoryItem
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 pytestmark = pytest.mark.integration
 

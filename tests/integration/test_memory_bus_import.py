@@ -23,6 +23,7 @@ from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import StoredReplies, send_upserts
 from ctxbus.api import Memory
 from ctxbus.cli.main import main
+from ctxbus.components import open_store
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MemoryAction, MemoryUpserted
 from ctxbus.contract.serde import EventDeserializer
@@ -32,7 +33,7 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.runtime import RuntimeInfo
 from ctxbus.settings import Settings
-from ctxbus.wiring import Resources, open_store, run_services
+from ctxbus.wiring import Resources, run_services
 
 from .kafka_io import read_all
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.payloads import Outcome, OutcomeRecorded, RetrievalRequested
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
@@ -22,7 +23,7 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.settings import GatewaySettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
 from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook

@@ -13,6 +13,7 @@ import pytest
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.api import Memory
+from ctxbus.components import open_store
 from ctxbus.contract.payloads import Outcome, OutcomeRecorded, OutcomeScope
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
@@ -20,7 +21,6 @@ from ctxbus.learning.record import OutcomeError
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.ports import Embedder
 from ctxbus.settings import KafkaSettings, Settings
-from ctxbus.wiring import open_store
 
 from .kafka_io import read_all
 

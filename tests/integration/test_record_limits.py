@@ -19,7 +19,8 @@ import pytest
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import RecordTooLarge, record_size
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.bench.replay import Record, publish
+from ctxbus.bench.replay import publish
+from ctxbus.bench.replay_events import Record
 from ctxbus.cli.memory_cmds import import_through_bus
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger

@@ -20,7 +20,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import request_injection
-from ctxbus.bench.replay import publish, synthetic_events
+from ctxbus.bench.replay import publish
+from ctxbus.bench.replay_events import synthetic_events
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, Outcome, OutcomeRecorded, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxbus.adapters.broker_embedded import free_port
+from ctxbus.adapters.broker_embedded import EmbeddedBroker, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -198,3 +198,24 @@ def test_topics_create_without_a_reachable_cluster_is_a_clear_error(tmp_path: Pa
     assert done.returncode == 1, text
     assert "Traceback" not in text
     assert "cannot reach the Kafka cluster" in text
+
+
+def test_request_against_a_cluster_without_the_topics_is_a_clear_error(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """A reachable cluster where `ctxbus topics create` never ran: one line saying so, never a traceback."""
+    env = _env(
+        tmp_path / "data",
+        CTXBUS_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap_servers,
+        CTXBUS_TOPIC_PREFIX=f"missing{os.getpid()}",
+    )
+    done = subprocess.run(
+        _ctxbus("request", "--project", "acme/web", "--timeout", "5", "fix the login"),
+        env=env,
+        capture_output=True,
+        timeout=90,
+        check=False,
+    )
+    text = done.stderr.decode()
+    assert done.returncode == 1, text
+    assert "Traceback" not in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("ctxbus: error:") and "does not exist" in last and "ctxbus topics create" in last

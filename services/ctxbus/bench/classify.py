@@ -80,8 +80,8 @@ def evaluate(
 
 def run(path: Path | str = DEFAULT_PATH) -> dict[str, Any]:
     """Evaluate the default classifier on the labelled set at ``path`` with the configured real embedder."""
+    from ctxbus.components import open_embedder  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415  (the embedder is heavy: load only when run)
-    from ctxbus.wiring import open_embedder  # noqa: PLC0415
 
     result = evaluate(load_labelled(Path(path)), open_embedder(Settings()))
     result["path"] = str(path)

@@ -110,7 +110,7 @@ class StreamWatch:
 
 async def read_stream(port: int, watch: StreamWatch, stop: asyncio.Event) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=64 * 1024 * 1024)
-    writer.write(f"GET /api/events?rows={ROWS} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    writer.write(f"GET /api/events?rows={ROWS} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
     await writer.drain()
     await reader.readuntil(b"\r\n\r\n")
     try:
@@ -242,7 +242,7 @@ async def _disconnects(port: int, clients: int) -> dict[str, Any]:
     conns = []
     for _ in range(clients):
         reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=64 * 1024 * 1024)
-        writer.write(b"GET /api/events?rows=5 HTTP/1.1\r\nHost: bench\r\n\r\n")
+        writer.write(f"GET /api/events?rows=5 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         conns.append((reader, writer))
     opened = 0
     for reader, _ in conns:

@@ -62,9 +62,9 @@ def confusion(
 
 
 def run(path: Path = DATA_DIR / "dedupe_pairs.jsonl") -> dict[str, Any]:
+    from ctxbus.components import open_embedder  # noqa: PLC0415
     from ctxbus.memory.near_copies import DEFAULT_NEAR_DUPLICATE, numbers, opposite  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
-    from ctxbus.wiring import open_embedder  # noqa: PLC0415
 
     pairs = load_pairs(path)
     embedder = open_embedder(Settings())

@@ -12,9 +12,9 @@ import time
 from typing import Any
 
 from ctxbus.bench.stats import summary
+from ctxbus.components import token_counter
 from ctxbus.core.precontext import PreContextPolicy, PreContextType, build_precontext
 from ctxbus.settings import Settings
-from ctxbus.wiring import token_counter
 
 FILES = (
     "src/auth/middleware.ts",

@@ -224,11 +224,11 @@ def collect_samples(
 ) -> list[Any]:
     """Each graded query's and topic null prompt's evidence and top ``k`` from the real retriever, floor off."""
     from ctxbus.bench.abstain_calibration import Sample  # noqa: PLC0415
+    from ctxbus.components import retriever_handler  # noqa: PLC0415
     from ctxbus.contract.payloads import RetrievalRequested, Trigger  # noqa: PLC0415
     from ctxbus.contract.topics import Topics  # noqa: PLC0415
     from ctxbus.observability import Metrics  # noqa: PLC0415
     from ctxbus.retriever.handler import profile_for  # noqa: PLC0415
-    from ctxbus.wiring import retriever_handler  # noqa: PLC0415
 
     handler = retriever_handler(
         memory.settings, memory.embedder, memory.store, Topics(memory.settings.topic_prefix), Metrics()
@@ -252,9 +252,9 @@ def run_calibration(*, data_dir: Path = DATA_DIR, log: Callable[[str], None] = p
     """``--calibrate``: the relevance floor's calibration report (see ctxbus.bench.abstain_calibration)."""
     from ctxbus.api import Memory  # noqa: PLC0415
     from ctxbus.bench import abstain_calibration  # noqa: PLC0415
+    from ctxbus.components import floor_policy  # noqa: PLC0415
     from ctxbus.memory.ingest import ingest  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
-    from ctxbus.wiring import floor_policy  # noqa: PLC0415
 
     memories = load_memories(data_dir / "memories.jsonl")
     queries = load_queries(data_dir / "queries.jsonl")

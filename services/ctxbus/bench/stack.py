@@ -55,7 +55,7 @@ def load_memories(settings: Settings, count: int) -> float:
 
 
 def _load_in_process(settings: Settings, count: int) -> None:
-    from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415
+    from ctxbus.components import open_embedder, open_store  # noqa: PLC0415
 
     embedder = open_embedder(settings)
     store = open_store(settings, embedder)

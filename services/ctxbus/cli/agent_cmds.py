@@ -17,6 +17,7 @@ from typing import Any
 from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.cli.errors import CliError
+from ctxbus.components import token_counter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import AttemptRecorded, AttemptStatus
 from ctxbus.contract.topics import Topics
@@ -24,7 +25,6 @@ from ctxbus.core.precontext import DEFAULT_PROJECT, PreContextType, build_precon
 from ctxbus.injector.attempts import policy_from
 from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
-from ctxbus.wiring import token_counter
 
 
 def register(sub: Any) -> None:

@@ -31,6 +31,13 @@ def register(sub: Any) -> None:
         default=DEFAULT_BACKLOG,
         help=f"events per partition read again at start to fill the page (default {DEFAULT_BACKLOG})",
     )
+    dash.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a Host the page answers besides loopback and --host (repeatable; also CTXBUS_DASHBOARD_ALLOWED_HOSTS)",
+    )
     dash.add_argument("--group", help="consumer group id for the dashboard's offsets (default PREFIX.dashboard)")
     dash.set_defaults(handler=cmd_dashboard)
 
@@ -78,6 +85,7 @@ async def _serve(args: argparse.Namespace, settings: Settings, config: KafkaClie
         group_id=args.group,
         backlog=args.backlog,
         on_ready=ready,
+        allowed_hosts=(*settings.dashboard.allowed_host_list, *args.allowed_host),
     )
     return 0
 

@@ -97,7 +97,7 @@ def cmd_gap(args: argparse.Namespace) -> int:
             raise CliError(str(exc), 1) from exc
     if not structlog.is_configured():  # logs go to stderr: stdout is the JSON document
         configure_logging(settings.log_level, settings.log_format)
-    from ctxbus.wiring import open_embedder  # noqa: PLC0415  (loads the model)
+    from ctxbus.components import open_embedder  # noqa: PLC0415  (loads the model)
 
     embedder = open_embedder(settings)
     if args.detect_only:

@@ -7,17 +7,16 @@ import difflib
 import json
 import math
 import os
-import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 from ctxbus.cli.errors import CliError
+from ctxbus.hooks import launcher
 from ctxbus.hooks.install_record import InstallRecord
 from ctxbus.hooks.project import git_root
-from ctxbus.hooks.settings_file import SettingsFileError, with_ours, without_ours
+from ctxbus.hooks.settings_file import SECRET_VARIABLE, SettingsFileError, http_url, with_ours, without_ours
 from ctxbus.hooks.settings_text import dumps_like
-from ctxbus.settings import HookSettings, Settings
+from ctxbus.settings import GatewaySettings, HookSettings, Settings
 
 #: seconds Claude Code gives the hook beyond ctxbus's own timeout (the hook answers within its own)
 TIMEOUT_SLACK_S = 1
@@ -55,6 +54,12 @@ def register(sub: Any) -> None:
                 action="store_true",
                 help="also hook PostToolUseFailure (failed Bash commands, seen at once instead of at Stop); "
                 "only for Claude Code versions that know the event, others reject the whole settings file",
+            )
+            p.add_argument(
+                "--http",
+                action="store_true",
+                help="Claude Code's http hooks: it POSTs to the gateway itself (no process per call); the secret "
+                f"comes from ${SECRET_VARIABLE} in Claude Code's environment; no fallback when the gateway is down",
             )
 
 
@@ -107,18 +112,30 @@ def _diff(path: Path, before: str | None, after: str | None) -> str:
     )
 
 
-def executable() -> str:
-    found = shutil.which("ctxbus")
-    return found or str(Path(sys.executable).with_name("ctxbus"))
+def _gateway_url(args: argparse.Namespace) -> str | None:
+    """The URL ``--http`` hooks post to: the gateway's configured port (a random one cannot be written down)."""
+    if not getattr(args, "http", False):
+        return None
+    port = GatewaySettings().port
+    if port == 0:
+        raise CliError(
+            "CTXBUS_GATEWAY_PORT=0 picks a new port at every start: an http hook needs a fixed one "
+            "(Claude Code takes no variables in a hook's URL); set CTXBUS_GATEWAY_PORT"
+        )
+    return http_url(port)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
     path = settings_path(args)
     timeout_s = math.ceil(HookSettings().timeout_ms / 1000) + TIMEOUT_SLACK_S
     before = _read_text(path)
-    command = "ctxbus" if getattr(args, "shared", False) else executable()
+    # a shared file names the `ctxbus` on PATH; a personal one the fast launcher of this installation
+    command, script = ("ctxbus", None) if getattr(args, "shared", False) else launcher()
+    url = _gateway_url(args)
     try:
-        merged = with_ours(_parse(path, before), command, timeout_s, tool_failures=args.tool_failures)
+        merged = with_ours(
+            _parse(path, before), command, timeout_s, tool_failures=args.tool_failures, url=url, launcher=script
+        )
     except SettingsFileError as exc:
         raise CliError(f"{path}: {exc}; not touching it") from exc
     after = dumps_like(merged, before)
@@ -134,7 +151,12 @@ def cmd_install(args: argparse.Namespace) -> int:
     _write_text(path, after)
     record.after_sha256 = InstallRecord.digest(after)
     record.save(Settings().data_dir)
-    print(f"ctxbus hooks installed in {path}")
+    print(f"ctxbus hooks installed in {path}" + (f" (http hooks posting to {url})" if url else ""))
+    if url:
+        print(
+            f"Claude Code must have {SECRET_VARIABLE} in its environment (an http hook cannot read the secret file): "
+            f'export {SECRET_VARIABLE}="$(cat {Settings().data_dir / "gateway.secret"})" before starting it'
+        )
     return 0
 
 

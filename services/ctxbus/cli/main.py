@@ -73,6 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        from ctxbus.cli.kafka_failures import explain  # noqa: PLC0415  (only on this path)
+
+        message = explain(exc)
+        if message is None:
+            raise
+        print(f"ctxbus: error: {message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

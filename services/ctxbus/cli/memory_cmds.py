@@ -107,7 +107,7 @@ def import_direct(
 ) -> IngestReport:
     """Embed and store in this process; raises StoreBusy when the running stack owns the store."""
     from ctxbus.api import library_embedder_settings  # noqa: PLC0415
-    from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
+    from ctxbus.components import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
     embedder = open_embedder(library_embedder_settings(settings))
     store = open_store(settings, embedder)

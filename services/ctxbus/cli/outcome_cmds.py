@@ -88,7 +88,7 @@ def _topics(settings: Settings) -> Any:
 def _apply_here(settings: Settings, event: Any) -> tuple[int, int]:
     """The stack is stopped: this process owns the store (the embedder is not loaded, only its identity)."""
     from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415
-    from ctxbus.wiring import open_store  # noqa: PLC0415
+    from ctxbus.components import open_store  # noqa: PLC0415
 
     try:
         store = open_store(settings, OnnxMiniLmEmbedder(settings.embedder))

@@ -230,6 +230,7 @@ def _backtest(
     chains: Sequence[Chain],
     chosen: BacktestSettings,
 ) -> str:
+    from ctxbus.components import open_embedder, open_store  # noqa: PLC0415  (loads the model)
     from ctxbus.observability import configure_logging  # noqa: PLC0415
     from ctxbus.ports import StoreBusy, StoreModelMismatch  # noqa: PLC0415
     from ctxbus.replay.backtest import (  # noqa: PLC0415
@@ -241,7 +242,6 @@ def _backtest(
         request_window,
     )
     from ctxbus.replay.render_backtest import render_backtest  # noqa: PLC0415
-    from ctxbus.wiring import open_embedder, open_store  # noqa: PLC0415  (loads the model)
 
     configure_logging("WARNING", settings.log_format)  # the handlers log every request at info: not here
     picked, left_out = candidates(chains, chosen)

@@ -18,8 +18,9 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import adversarial_cmds, chaos_cmds, overload_cmds, replay_cmds
+from ctxbus.cli import adversarial_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.kafka_failures import unreachable
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
 from ctxbus.gateway.secret_file import SecretFileError, gateway_secret
@@ -95,6 +96,7 @@ def register(sub: Any) -> None:
     adversarial_cmds.register_bench(bsub)
     chaos_cmds.register_bench(bsub)
     overload_cmds.register_bench(bsub)
+    footprint_cmds.register_bench(bsub)
 
 
 def _pipeline_args(parser: Any) -> None:
@@ -168,18 +170,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
     except KafkaError as exc:
-        raise CliError(_unreachable(config, exc), 1) from exc
+        raise CliError(unreachable(config, exc), 1) from exc
     finally:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
             broker.stop()
-
-
-def _unreachable(config: KafkaClientConfig, exc: Exception) -> str:
-    return (
-        f"cannot reach the Kafka cluster at {config.bootstrap_servers}: {exc or type(exc).__name__} "
-        "(check CTXBUS_KAFKA_BOOTSTRAP_SERVERS and the security settings)"
-    )
 
 
 async def _up(
@@ -301,7 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError, SecretFileError) as exc:
         raise CliError(str(exc), 1) from exc
     except KafkaError as exc:
-        raise CliError(_unreachable(config, exc), 1) from exc
+        raise CliError(unreachable(config, exc), 1) from exc
 
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
@@ -327,7 +322,7 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     try:
         created = asyncio.run(_create_topics(settings, config))
     except KafkaError as exc:
-        raise CliError(_unreachable(config, exc), 1) from exc
+        raise CliError(unreachable(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0
@@ -368,7 +363,7 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
     ensure_bytecode()
     result = hooks.run(args.memories, args.calls)
     _emit(args, result, hooks.print_report)
-    return 0 if result["invalid_output"] == 0 else 1
+    return 0 if result["invalid_output"] == 0 and result["http_invalid"] == 0 else 1
 
 
 def cmd_bench_precontext(args: argparse.Namespace) -> int:

@@ -36,6 +36,8 @@ P = TypeVar(
 )
 
 #: Namespace for ids derived from other ids (entity ids, output event ids).
+#: longest project id an event carries (longer ones are shortened with a hash by whoever names the project)
+MAX_PROJECT_CHARS = 200
 _DERIVED_NAMESPACE = uuid.UUID("0d6f5a7e-8b0e-4f0e-9d57-61c3f1f4a2b9")
 
 
@@ -105,7 +107,7 @@ class Envelope(BaseModel, Generic[P]):
     causation_id: uuid.UUID
     emitted_at: AwareDatetime
     producer: Producer
-    project: str = Field(min_length=1, max_length=200)
+    project: str = Field(min_length=1, max_length=MAX_PROJECT_CHARS)
     payload: P
 
     @field_validator("emitted_at")

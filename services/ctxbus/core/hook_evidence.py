@@ -14,7 +14,9 @@ import re
 import uuid
 from typing import Any
 
-from ctxbus.core.outcome_rules import CheckRun, Feedback, check_run, exit_code_in, read_feedback
+from ctxbus.core.check_output import check_run, exit_code_in
+from ctxbus.core.feedback_text import read_feedback
+from ctxbus.core.outcome_rules import CheckRun, Feedback
 from ctxbus.core.transcript import SHELL_TOOLS
 
 POST_TOOL_USE = "PostToolUse"

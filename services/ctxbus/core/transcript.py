@@ -15,15 +15,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ctxbus.core.outcome_rules import (
-    AssistantReport,
-    Evidence,
-    Feedback,
-    check_run,
-    exit_code_in,
-    read_assistant_report,
-    read_feedback,
-)
+from ctxbus.core.check_output import check_run, exit_code_in
+from ctxbus.core.feedback_text import read_assistant_report, read_feedback
+from ctxbus.core.outcome_rules import AssistantReport, Evidence, Feedback
 
 Entry = dict[str, Any]
 #: tool names whose calls are shell commands

@@ -10,6 +10,9 @@ Routes (GET only):
   and at least one every ``refresh_s`` (the clock moves even when no event arrives);
 - ``/healthz``.
 
+Every route answers only a request whose ``Host`` is a loopback name with the dashboard's port, the address it
+listens on, or an allowed name (``allowed_hosts``); anything else is a 403 (core.hosts: no DNS rebinding).
+
 A snapshot is the aggregates and the last rows of one view, computed once per change and view and
 shared by every client of that view. A client that goes away (EOF on its socket, a failed or stuck
 write) is dropped and forgotten; at most ``max_clients`` streams are open at once.
@@ -21,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -31,6 +34,7 @@ import structlog
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.topics import Topics
+from ctxbus.core.hosts import allowed_set, bound_name, host_allowed
 from ctxbus.dashboard.aggregate import Aggregator
 from ctxbus.dashboard.feed import DEFAULT_BACKLOG, DashboardFeed
 
@@ -43,11 +47,16 @@ READ_TIMEOUT_S = 5.0
 #: time one write to a client may take before the client is dropped
 WRITE_TIMEOUT_S = 5.0
 MAX_HEADER_BYTES = 16_384
+HOST_REFUSED = (
+    "Host {host!r} is not this dashboard's address (127.0.0.1, localhost or [::1] with its port, or the address "
+    "it listens on; others: CTXBUS_DASHBOARD_ALLOWED_HOSTS or --allowed-host)"
+)
 DEFAULT_ROWS = 50
 MAX_ROWS = 100
 REASONS = {
     200: "OK",
     400: "Bad Request",
+    403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
     503: "Service Unavailable",
@@ -77,6 +86,7 @@ class Request:
     method: str
     path: str
     query: dict[str, str]
+    host: str | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -102,7 +112,13 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
         raise BadRequest(400, "malformed request line") from None
     url = urlsplit(target)
     query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-    return Request(method.upper(), url.path, query)
+    host = None
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        name, colon, value = line.partition(":")
+        if colon and name.strip().lower() == "host":
+            host = value.strip()
+            break
+    return Request(method.upper(), url.path, query, host)
 
 
 def response(status: int, body: bytes, content_type: str) -> bytes:
@@ -129,9 +145,13 @@ class DashboardServer:
         min_interval_s: float = 0.1,
         refresh_s: float = 5.0,
         clock: Callable[[], float] = time.time,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.aggregator = aggregator
         self._host, self._port = host, port
+        #: the Host names answered besides loopback (CTXBUS_DASHBOARD_ALLOWED_HOSTS, --allowed-host)
+        self._allowed = allowed_set(allowed_hosts)
+        self._bound = bound_name(host)
         #: extra facts for the page (the feed's status), called for every snapshot
         self.status = status
         self._max_clients = max_clients
@@ -228,6 +248,10 @@ class DashboardServer:
                 await writer.wait_closed()
 
     async def _route(self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not host_allowed(request.host, port=self.port, allowed=self._allowed, bound=self._bound):
+            log.warning("dashboard_host_refused", host=(request.host or "")[:200], path=request.path[:200])
+            await self._send(writer, json_response(403, {"error": HOST_REFUSED.format(host=request.host)}))
+            return
         if request.method != "GET":
             await self._send(writer, json_response(405, {"error": "only GET"}))
             return
@@ -338,10 +362,11 @@ async def run_dashboard(
     backlog: int = DEFAULT_BACKLOG,
     on_ready: Callable[[DashboardServer, DashboardFeed], None] | None = None,
     aggregator: Aggregator | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> None:
     """Serve the dashboard until ``stop``; ``on_ready`` gets the server (its bound port) and the feed."""
     agg = aggregator or Aggregator()
-    server = DashboardServer(agg, host=host, port=port)
+    server = DashboardServer(agg, host=host, port=port, allowed_hosts=allowed_hosts)
     feed = DashboardFeed(config, topics, agg, group_id=group_id, backlog=backlog, on_update=server.notify)
     server.status = feed.status.as_dict
     await server.start()

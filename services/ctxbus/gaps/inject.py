@@ -150,7 +150,7 @@ async def fill_gap(
     started = time.perf_counter()
     parsed = parse_state(state)
     if embedder is None:
-        from ctxbus.wiring import open_embedder  # noqa: PLC0415  (loads the model)
+        from ctxbus.components import open_embedder  # noqa: PLC0415  (loads the model)
 
         embedder = await asyncio.to_thread(open_embedder, settings)
     assessment = await asyncio.to_thread(assess, parsed, policy or GapPolicy(), embedder, now=clock())

@@ -19,40 +19,18 @@ from collections.abc import Iterable
 
 import structlog
 
+from ctxbus.core.hosts import allowed_set, host_allowed
 from ctxbus.gateway.http import Handler, HttpError, Request, Response
 from ctxbus.hooks.wire import AUTHORIZATION, TOKEN_HEADER
 
 log = structlog.get_logger("ctxbus.gateway")
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 #: paths answered without the secret
 OPEN_PATHS = frozenset({"/healthz"})
 SECRET_HINT = (
     "the gateway needs its secret: send 'Authorization: Bearer <secret>' (the secret is the file "
     "DATA_DIR/gateway.secret that `ctxbus up` made, or CTXBUS_GATEWAY_SECRET)"
 )
-
-
-def split_host(value: str) -> tuple[str, int | None] | None:
-    """``name[:port]`` (an IPv6 name in brackets) -> (lower-case name, port or None); None when malformed."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        name, bracket, rest = value.partition("]")
-        if not bracket:
-            return None
-        name += "]"
-        if not rest:
-            return name, None
-        if not rest.startswith(":"):
-            return None
-        port_text = rest[1:]
-    else:
-        name, colon, port_text = value.partition(":")
-        if not colon:
-            return (name, None) if name else None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        return None
-    return name, int(port_text)
 
 
 def presented_secret(headers: dict[str, str]) -> str | None:
@@ -73,21 +51,11 @@ class Admission:
         if not secret:
             raise ValueError("the gateway's secret is empty")
         self._secret = secret.encode("utf-8")
-        self._allowed = frozenset(h.strip().lower() for h in allowed_hosts if h.strip())
+        self._allowed = allowed_set(allowed_hosts)
         self.port = port
 
     def _host_ok(self, host: str | None) -> bool:
-        if host is None:
-            return False
-        if host.strip().lower() in self._allowed:
-            return True
-        parts = split_host(host)
-        if parts is None:
-            return False
-        name, port = parts
-        if name in self._allowed:
-            return True
-        return name in LOOPBACK_NAMES and (port is None or port == self.port)
+        return host_allowed(host, port=self.port, allowed=self._allowed)
 
     def check(self, request: Request) -> None:
         """Raises HttpError (403, 401) for a request the gateway must not handle."""

@@ -16,6 +16,8 @@ from typing import Any
 
 import structlog
 
+from ctxbus.gateway.unix_socket import BoundSocket, bind_private
+
 log = structlog.get_logger("ctxbus.gateway.http")
 
 #: time a client may take to send its request
@@ -94,16 +96,28 @@ class ListenError(RuntimeError):
 
 
 class HttpServer:
-    def __init__(self, handler: Handler, *, host: str, port: int, max_body: int) -> None:
+    """Listens on ``host``:``port`` and, given ``unix_path``, on a Unix socket there too (mode 0600: see
+    :mod:`ctxbus.gateway.unix_socket`); both serve the same handler."""
+
+    def __init__(self, handler: Handler, *, host: str, port: int, max_body: int, unix_path: str | None = None) -> None:
         self._handler = handler
         self._host, self._port, self._max_body = host, port, max_body
+        self._unix_path = unix_path
         self._server: asyncio.Server | None = None
+        self._unix_server: asyncio.Server | None = None
+        self._unix: BoundSocket | None = None
+        #: the Unix socket's path once it listens (None: TCP only)
+        self.unix_path: str | None = None
 
     async def start(self) -> int:
-        """Listen; returns the bound port. Raises ListenError (naming host and port) when it cannot."""
+        """Listen (on the Unix socket first, then TCP); returns the bound port. Raises ListenError (naming host and
+        port) when it cannot listen on TCP."""
+        if self._unix_path is not None:
+            await self._start_unix(self._unix_path)
         try:
             self._server = await asyncio.start_server(self._serve, self._host, self._port)
         except OSError as exc:
+            await self.stop()
             reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror or exc})"
             raise ListenError(
                 f"the gateway port {self._port} on {self._host} {reason}: set CTXBUS_GATEWAY_PORT to a free port "
@@ -111,10 +125,29 @@ class HttpServer:
             ) from exc
         return int(self._server.sockets[0].getsockname()[1])
 
+    async def _start_unix(self, path: str) -> None:
+        """The Unix socket as well; one that cannot be made leaves the gateway on TCP alone (logged)."""
+        try:
+            self._unix = bind_private(path)
+            self._unix_server = await asyncio.start_unix_server(self._serve, sock=self._unix.sock)
+        except OSError as exc:
+            log.warning("gateway_unix_socket_unavailable", path=path, error=str(exc))
+            if self._unix is not None:
+                self._unix.sock.close()
+                self._unix.remove()
+                self._unix = None
+            return
+        self.unix_path = path
+
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        for server in (self._server, self._unix_server):
+            if server is not None:
+                server.close()
+                await server.wait_closed()
+        if self._unix is not None:
+            self._unix.remove()
+            self._unix = None
+            self.unix_path = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -2,7 +2,8 @@
 
 While the stack runs, the embedded store belongs to its process; ``ctxbus search`` and
 ``ctxbus prime`` (and any script) reach it here instead of opening it. Same code as
-:class:`ctxbus.api.Memory`, on the stack's own embedder and store.
+:class:`ctxbus.api.Memory`, on the stack's own embedder and store (the wiring hands it in; this module
+depends only on what it calls).
 
 ``/v1/search`` body: ``{"project": P, "queries": [{"id": ..., "query": ...}, ...], "k": 10,
 "mode": "ranked", "domain": null, "strict_domain": false, "agent_role": "implementer"}``; answer: ``{"results": [one
@@ -12,10 +13,10 @@ result line per query, in order]}`` where a bad query's line is ``{"id": ..., "e
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
-from ctxbus.api import MODES, Memory, QueryError, SearchResult
+from ctxbus.core.queries import MODES, QueryError, SearchResult
 from ctxbus.gateway.hook_input import parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.hooks.project import MAX_PROJECT_CHARS
@@ -64,11 +65,43 @@ def _body(request: Request) -> dict[str, Any]:
     return body
 
 
+class LibraryMemory(Protocol):
+    """What the routes call: :class:`ctxbus.api.Memory`'s asynchronous search and prime."""
+
+    async def asearch(
+        self,
+        project: str,
+        query: str,
+        *,
+        k: int = ...,
+        mode: str = ...,
+        domain: str | None = ...,
+        agent_role: str = ...,
+        strict_domain: bool = ...,
+    ) -> SearchResult: ...
+
+    async def aprime(
+        self,
+        project: str,
+        description: str,
+        *,
+        task_type: str | None = ...,
+        domain: str | None = ...,
+        include: Mapping[str, bool] | None = ...,
+        max_tokens: int = ...,
+        max_chars: int = ...,
+        max_items: int = ...,
+        agent_role: str = ...,
+        session_id: str | None = ...,
+        strict_domain: bool = ...,
+    ) -> Mapping[str, Any]: ...
+
+
 class LibraryRoutes:
-    def __init__(self, memory: Callable[[], Memory | None]) -> None:
+    def __init__(self, memory: Callable[[], LibraryMemory | None]) -> None:
         self._memory = memory
 
-    def _open(self) -> Memory:
+    def _open(self) -> LibraryMemory:
         memory = self._memory()
         if memory is None:
             raise HttpError(503, "this process does not hold the memory store (yet); retry when the stack is up")
@@ -121,4 +154,4 @@ class LibraryRoutes:
             document = await self._open().aprime(body["project"], description, **options)
         except (QueryError, TypeError) as exc:
             raise HttpError(400, str(exc)) from exc
-        return Response(200, document)
+        return Response(200, dict(document))

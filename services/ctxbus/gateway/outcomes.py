@@ -126,7 +126,7 @@ class OutcomeTracker:
     async def session_started(self, hook_input: dict[str, Any]) -> str:
         window = self._window(hook_input)
         async with window.lock:
-            if window.cursor is None:
+            if window.cursor is None and window.transcript is not None:  # no file: nothing to hop to a thread for
                 window.cursor = await asyncio.to_thread(transcript_file.size_of, window.transcript)
             window.answered = window.answered or bool(window.cursor)
         return "session_started"
@@ -151,7 +151,7 @@ class OutcomeTracker:
             resent = await self._resend(window, timeout_s)
             if window.turn_open:  # the previous turn was interrupted: no Stop read its evidence
                 await self._absorb(window)
-            if window.cursor is None:
+            if window.cursor is None and window.transcript is not None:
                 window.cursor = await asyncio.to_thread(transcript_file.size_of, window.transcript)
                 window.answered = window.answered or await asyncio.to_thread(
                     transcript_file.has_answer, window.transcript
@@ -209,7 +209,11 @@ class OutcomeTracker:
     async def _absorb(self, window: SessionWindow) -> None:
         """The transcript lines since the last read join the window, in the order they were written; runs
         PostToolUse reported and the transcript does not hold (yet) follow them."""
-        read = await asyncio.to_thread(transcript_file.read_since, window.transcript, window.cursor, window.calls)
+        read = (
+            await asyncio.to_thread(transcript_file.read_since, window.transcript, window.cursor, window.calls)
+            if window.transcript is not None
+            else None  # no file to read (read_since would answer None): no thread hop on the prompt's path
+        )
         known = {e.key for e in window.evidence} | set(window.counted)
         if read is not None:
             window.cursor = read.cursor

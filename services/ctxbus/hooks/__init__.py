@@ -13,3 +13,12 @@ def ensure_bytecode() -> None:
     from pathlib import Path  # noqa: PLC0415
 
     compileall.compile_dir(str(Path(__file__).resolve().parent.parent), quiet=1)
+
+
+def launcher() -> tuple[str, str]:
+    """What a personal ``ctxbus hooks install`` runs, ``<python> -S <launch.py> EVENT``: this Python and the
+    launcher file of this ctxbus (:mod:`ctxbus.hooks.launch`)."""
+    import os  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    return sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")

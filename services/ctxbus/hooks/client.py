@@ -10,16 +10,18 @@ reached, context events fall back to the project's learned-pattern file (seed 00
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import sys
 import time
 
+from ctxbus.hooks.transport import GatewayRefused, post
 from ctxbus.hooks.wire import client_headers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms per hook process
+    import signal as _signal
     from typing import Any
+else:  # the C module: ``signal`` imports enum (a few ms per hook process); same functions
+    import _signal
 
 EVENTS = {
     "user-prompt-submit": "UserPromptSubmit",
@@ -31,7 +33,6 @@ EVENTS = {
 }
 CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 DEFAULT_TIMEOUT_MS = 2_000
-DEFAULT_GATEWAY_PORT = 9470
 #: a hook input this large or larger has its prompt trimmed before posting (ctxbus.hooks.oversize)
 MAX_INPUT_BYTES = 4_000_000
 #: stdin read at most (a bigger input is read up to here: its prompt is trimmed, its JSON closed)
@@ -101,71 +102,20 @@ def log(env: dict[str, str], message: str, **fields: Any) -> None:
         sys.stderr.write(f"ctxbus hook: cannot write {path}: {exc}; {line}\n")
 
 
-def gateway_address(env: dict[str, str]) -> tuple[str, int]:
-    url = env.get("CTXBUS_GATEWAY_URL", "").strip()
-    if url:
-        hostport = url.split("://", 1)[-1].split("/", 1)[0]
-        host, _, port = hostport.rpartition(":")
-        return (host or "127.0.0.1"), int(port)
-    try:
-        with open(os.path.join(data_dir(env), "runtime.json"), encoding="utf-8") as fh:
-            return "127.0.0.1", _runtime_gateway_port(fh.read())
-    except (OSError, ValueError):
-        return "127.0.0.1", int(env.get("CTXBUS_GATEWAY_PORT") or DEFAULT_GATEWAY_PORT)
+def site_packages() -> None:
+    """Under ``python -S`` (the fast launcher, ``ctxbus.hooks.launch``) the site directories are added only
+    when a slow path needs a package from them (the fallback imports pydantic); a no-op otherwise."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site  # noqa: PLC0415
 
-
-def _runtime_gateway_port(text: str) -> int:
-    """``"gateway_port": N`` from the runtime file, read without json."""
-    key = '"gateway_port":'
-    at = text.index(key) + len(key)
-    digits = text[at:].lstrip().split(",", 1)[0].split("}", 1)[0].strip()
-    return int(digits)
-
-
-def post(
-    address: tuple[str, int], body: bytes, event: str, timeout_s: float, budget_ms: int, headers: str = ""
-) -> bytes:
-    """POST /v1/hooks over a plain socket (http.client alone costs ~60 ms to import); the answer's body.
-    ``headers``: more header lines, CRLF-terminated (the secret, the caller's project and cwd: hooks.wire)."""
-    deadline = time.monotonic() + timeout_s
-    name = address[0].strip("[]")
-    host = f"[{name}]" if ":" in name else name
-    with socket.create_connection((name, address[1]), timeout=timeout_s) as sock:
-        head = (
-            f"POST /v1/hooks HTTP/1.1\r\nHost: {host}:{address[1]}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nX-Ctxbus-Timeout-Ms: {budget_ms}\r\nX-Ctxbus-Hook-Event: {event}\r\n"
-            f"{headers}Connection: close\r\n\r\n"
-        )
-        sock.sendall(head.encode("latin-1") + body)
-        chunks = []
-        while True:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    raw = b"".join(chunks)
-    head_bytes, _, payload = raw.partition(b"\r\n\r\n")
-    status = head_bytes.split(b" ", 2)[1] if head_bytes.count(b" ") >= 1 else b""
-    if status in (b"401", b"403"):
-        raise GatewayRefused(int(status), payload[:500].decode("utf-8", "replace"))
-    if status != b"200" or not payload.startswith(b"{"):
-        raise ValueError(f"gateway answered {head_bytes[:80]!r}")
-    return payload
-
-
-class GatewayRefused(ValueError):
-    """The gateway would not handle the call (no secret, a wrong one, a refused Host): logged as such."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"gateway refused the call ({status}): {detail}")
-        self.status = status
-        self.detail = detail
+        site.main()
 
 
 def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> str:
     """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach)."""
     from pathlib import Path  # noqa: PLC0415
+
+    site_packages()
 
     from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, context_for_cwd  # noqa: PLC0415
 
@@ -233,8 +183,8 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
     remaining = timeout_s - (time.monotonic() - started) - FALLBACK_RESERVE_S
     try:
         body = request_body(stdin, event, env)
-        headers = client_headers(env, data_dir(env))
-        answer = post(gateway_address(env), body, event, max(0.05, remaining), int(remaining * 1000), headers)
+        where = data_dir(env)
+        answer = post(env, where, body, event, max(0.05, remaining), int(remaining * 1000), client_headers(env, where))
         emitter.emit_raw(answer)
         return
     except GatewayRefused as exc:
@@ -281,8 +231,8 @@ def main(argv: list[str]) -> int:
         emitter.emit_raw(empty_output(event))
         os._exit(0)
 
-    signal.signal(signal.SIGALRM, watchdog)
-    signal.setitimer(signal.ITIMER_REAL, max(0.01, timeout_s - WATCHDOG_MARGIN_S))
+    _signal.signal(_signal.SIGALRM, watchdog)
+    _signal.setitimer(_signal.ITIMER_REAL, max(0.01, timeout_s - WATCHDOG_MARGIN_S))
     try:
         stdin = sys.stdin.buffer.read(MAX_READ_BYTES)
         run(slug, stdin, env, emitter, started)
@@ -290,7 +240,7 @@ def main(argv: list[str]) -> int:
         log(env, "hook_failed", hook=slug, error=repr(exc))
         emitter.emit_raw(empty_output(event))
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
     return 0
 
 
@@ -298,6 +248,8 @@ def learned_patterns_main(env: dict[str, str]) -> int:
     """Seed 002's learned-pattern injector contract: JSON in, JSON out, always exit 0."""
     import json  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
+
+    site_packages()
 
     from ctxbus.hooks.fallback import InjectorOutput, failed, inject  # noqa: PLC0415
     from ctxbus.hooks.project import git_root  # noqa: PLC0415

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.learning_ledger import LearningLedger
-from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.envelope import MAX_PROJECT_CHARS, Envelope
 from ctxbus.contract.payloads import Outcome, OutcomeRecorded, OutcomeScope
 from ctxbus.contract.topics import Topics
 from ctxbus.learning.handler import apply, outcome_fact
@@ -32,7 +32,6 @@ from ctxbus.settings import Settings
 
 #: what a caller may record; ``unknown`` is what the hooks publish when nothing tells
 RECORDABLE = (Outcome.SUCCESSFUL.value, Outcome.PARTIAL.value, Outcome.FAILED.value)
-MAX_PROJECT_CHARS = 200
 MAX_ID_CHARS = 500
 MAX_NOTES_CHARS = 10_000
 MAX_SOURCE_CHARS = 200

@@ -194,7 +194,7 @@ def pipelines(
 ) -> tuple[Pipeline, Pipeline]:
     """(baseline, new): the services' setting, and the one to try."""
     base_clock, new_clock = _AsOf(), _AsOf()
-    from ctxbus.wiring import floor_policy  # noqa: PLC0415  (wiring imports the services)
+    from ctxbus.components import floor_policy  # noqa: PLC0415
 
     abstention: dict[str, Any] = {
         "floor": floor_policy(injection),

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctxbus.adapters.kafka.config import CLUSTER_FETCH_MAX_WAIT_MS, EMBEDDED_FETCH_MAX_WAIT_MS, KafkaClientConfig
+from ctxbus.adapters.kafka.security import KafkaSecurityError
 from ctxbus.settings import KafkaSettings, SaslMechanism, SecurityProtocol
 
 
@@ -62,14 +63,35 @@ def test_sasl_ssl_with_scram(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_sasl_without_credentials_is_a_clear_error() -> None:
     s = KafkaSettings(bootstrap_servers="b:1", security_protocol=SecurityProtocol.SASL_SSL)
-    with pytest.raises(ValueError, match="CTXBUS_KAFKA_SASL_USERNAME"):
-        KafkaClientConfig(s, "b:1", embedded=False).common("x")
+    with pytest.raises(KafkaSecurityError, match="CTXBUS_KAFKA_SASL_USERNAME"):
+        KafkaClientConfig(s, "b:1", embedded=False)
 
 
 def test_ssl_with_a_missing_ca_file_fails_loudly(tmp_path: Path) -> None:
     s = KafkaSettings(bootstrap_servers="b:1", security_protocol=SecurityProtocol.SSL, ssl_cafile=tmp_path / "no.pem")
-    with pytest.raises(OSError):
-        KafkaClientConfig(s, "b:1", embedded=False).common("x")
+    with pytest.raises(KafkaSecurityError, match=r"CTXBUS_KAFKA_SSL_CAFILE=.*no\.pem: no such file"):
+        KafkaClientConfig(s, "b:1", embedded=False)
+
+
+def test_unusable_tls_files_are_named_when_the_config_is_made(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate")
+    base = {"bootstrap_servers": "b:1", "security_protocol": SecurityProtocol.SSL}
+    cases = [
+        (KafkaSettings(**base, ssl_cafile=junk), "CTXBUS_KAFKA_SSL_CAFILE"),
+        (KafkaSettings(**base, ssl_certfile=tmp_path / "none.pem"), "CTXBUS_KAFKA_SSL_CERTFILE"),
+        (KafkaSettings(**base, ssl_certfile=junk), "CTXBUS_KAFKA_SSL_CERTFILE"),
+        (KafkaSettings(**base, ssl_keyfile=junk), "CTXBUS_KAFKA_SSL_KEYFILE is set without"),
+    ]
+    for settings, message in cases:
+        with pytest.raises(KafkaSecurityError, match=message):
+            KafkaClientConfig(settings, "b:1", embedded=False)
+
+
+def test_one_tls_context_serves_every_client_and_plaintext_has_none() -> None:
+    tls = KafkaClientConfig(KafkaSettings(security_protocol=SecurityProtocol.SSL), "b:1", embedded=False)
+    assert tls.producer("a")["ssl_context"] is tls.consumer("b", None)["ssl_context"]
+    assert "ssl_context" not in KafkaClientConfig(KafkaSettings(), "b:1", embedded=False).common("a")
 
 
 def test_no_bootstrap_servers_is_a_clear_error() -> None:

@@ -13,10 +13,11 @@ from hypothesis import given
 
 from ctxbus.core.bounds import QUERY_TERMS_CHARS
 from ctxbus.core.check_commands import check_of_command
+from ctxbus.core.check_output import read_result
 from ctxbus.core.domains import detect_domain
+from ctxbus.core.feedback_text import read_assistant_report, read_feedback
 from ctxbus.core.hook_evidence import tool_evidence
 from ctxbus.core.meta_prompts import recognise
-from ctxbus.core.outcome_rules import read_assistant_report, read_feedback, read_result
 from ctxbus.core.transcript import parse_lines
 
 from ..time_budget import (

@@ -8,20 +8,9 @@ import pytest
 
 from ctxbus.contract.payloads import Outcome
 from ctxbus.core.check_commands import Check
-from ctxbus.core.outcome_rules import (
-    RULES,
-    AssistantReport,
-    CheckRun,
-    Evidence,
-    Feedback,
-    Verdict,
-    check_run,
-    decide,
-    exit_code_in,
-    read_assistant_report,
-    read_feedback,
-    read_result,
-)
+from ctxbus.core.check_output import check_run, exit_code_in, read_result
+from ctxbus.core.feedback_text import read_assistant_report, read_feedback
+from ctxbus.core.outcome_rules import RULES, AssistantReport, CheckRun, Evidence, Feedback, Verdict, decide
 
 PYTEST_FAIL = """============================= test session starts ==============================
 collected 5 items

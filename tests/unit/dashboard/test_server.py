@@ -49,7 +49,8 @@ class Stream:
     @classmethod
     async def open(cls, server: DashboardServer, query: str = "") -> Stream:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port, limit=4 * 1024 * 1024)
-        writer.write(f"GET /api/events{query} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
+        head = f"GET /api/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAccept: text/event-stream\r\n\r\n"
+        writer.write(head.encode())
         await writer.drain()
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
         assert head.startswith(b"HTTP/1.1 200"), head
@@ -132,7 +133,7 @@ async def test_clients_that_disconnect_are_forgotten_and_the_server_keeps_servin
     assert server.clients == 3
     # a fourth is refused while three are open (max_clients=3), not queued
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    writer.write(b"GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write(f"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
     assert (await asyncio.wait_for(reader.read(), 5)).startswith(b"HTTP/1.1 503")
     writer.close()
     # one closes cleanly, one is reset mid-stream, one stays

@@ -7,8 +7,9 @@ import hmac
 
 import pytest
 
+from ctxbus.core.hosts import split_host
 from ctxbus.gateway import admission as admission_module
-from ctxbus.gateway.admission import Admission, presented_secret, split_host
+from ctxbus.gateway.admission import Admission, presented_secret
 from ctxbus.gateway.http import HttpError, Request, Response
 
 SECRET = "s3cret-s3cret-s3cret-s3cret"

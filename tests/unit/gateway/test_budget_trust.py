@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
-from ctxbus.gateway.admission import Admission, presented_secret, split_host
+from ctxbus.core.hosts import split_host
+from ctxbus.gateway.admission import Admission, presented_secret
 from ctxbus.gateway.hook_input import clean_strings, event_of, parse_object
 from ctxbus.gateway.http import HttpError, Request
 from ctxbus.gateway.identity import identify

@@ -265,3 +265,20 @@ async def test_feedback_waits_while_an_earlier_outcome_cannot_be_sent(
         ("failed", "hook.Stop:checks_failed"),
         ("successful", "hook.Stop:user_feedback_decides"),
     ]
+
+
+async def test_without_a_transcript_no_prompt_waits_for_a_thread(
+    tracker: OutcomeTracker, recorder: Recorder, transcript: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook whose transcript is no readable file (``/dev/null``, none at all) has nothing to read: its prompts
+    are not sent through a worker thread to learn that (each hop costs the hook's answer time)."""
+
+    async def no_thread(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a thread hop for a transcript that is not there")
+
+    monkeypatch.setattr("ctxbus.gateway.outcomes.asyncio.to_thread", no_thread)
+    no_file = {**hook("UserPromptSubmit", transcript, prompt="fix the login"), "transcript_path": "/dev/null"}
+    await tracker.session_started({**no_file, "hook_event_name": "SessionStart"})
+    for text in ("fix the login", "that worked, thanks", "now the logout"):
+        assert await tracker.prompt({**no_file, "prompt": text}, 1.0) == "no_feedback"
+    assert recorder.events == []

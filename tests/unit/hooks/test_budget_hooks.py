@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
-from ctxbus.hooks import client
+from ctxbus.hooks import client, transport
 from ctxbus.hooks.fallback import inject
 from ctxbus.hooks.project import normalise_remote, origin_remote, project_for
 from ctxbus.hooks.requests import hook_output, request_for, session_of
@@ -34,9 +34,9 @@ def client_side(text: str) -> None:
             client.read_input(data)
         client.request_body(data, "UserPromptSubmit")
     with contextlib.suppress(ValueError):
-        client._runtime_gateway_port(text)
+        transport.runtime_gateway_port(text)
     with contextlib.suppress(ValueError):
-        client.gateway_address({"CTXBUS_GATEWAY_URL": text})
+        transport.tcp_address({"CTXBUS_GATEWAY_URL": text}, "/nonexistent")
     client.output_for("UserPromptSubmit", text)
 
 

@@ -120,7 +120,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(repo: Path, capsys: pytest.Ca
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert hooks_cmds.cmd_install(args(repo, settings_file=path, dry_run=True)) == 0
     out = capsys.readouterr().out
-    assert out.startswith("--- ") and "+++ " in out and "+" in out and "hook user-prompt-submit" in out
+    assert out.startswith("--- ") and "+++ " in out and "+" in out and "launch.py user-prompt-submit" in out
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
 
@@ -130,3 +130,54 @@ def test_merging_in_place_keeps_positions() -> None:
     twice = with_ours(once, "/new/ctxbus", 3)
     assert list(twice["hooks"]) == list(once["hooks"])
     assert without_ours(twice, keep_empty=("Stop",)) == settings
+
+
+def test_http_install_is_byte_preserving_idempotent_and_undone_like_the_command_one(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CTXBUS_GATEWAY_PORT", "9555")
+    path = repo / ".claude" / "settings.json"
+    path.write_text(ORIGINAL, encoding="utf-8")
+    assert hooks_cmds.cmd_install(args(repo, settings_file=path, http=True)) == 0
+    assert "CTXBUS_GATEWAY_SECRET" in capsys.readouterr().out  # says where the secret must come from
+    once = path.read_bytes()
+    assert "héllo – ünïcode" in once.decode() and '\n    "model": "opus",' in once.decode()
+    installed = json.loads(once)
+    entries = [h for groups in installed["hooks"].values() for g in groups for h in g["hooks"] if is_ours(h)]
+    assert entries and all(h["type"] == "http" and h["url"] == "http://127.0.0.1:9555/v1/hooks" for h in entries)
+    assert hooks_cmds.cmd_install(args(repo, settings_file=path, http=True)) == 0
+    assert path.read_bytes() == once
+    assert hooks_cmds.cmd_uninstall(args(repo, settings_file=path)) == 0
+    assert path.read_text(encoding="utf-8") == ORIGINAL
+
+
+def test_http_install_refuses_a_random_gateway_port(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXBUS_GATEWAY_PORT", "0")
+    with pytest.raises(hooks_cmds.CliError, match="fixed"):
+        hooks_cmds.cmd_install(args(repo, http=True))
+    assert not (repo / ".claude" / "settings.local.json").exists()
+
+
+def test_the_installed_command_runs_without_any_python_path(repo: Path, tmp_path: Path) -> None:
+    """The personal install writes `<python> -S <ctxbus>/hooks/launch.py EVENT`: it must work as Claude Code runs it,
+    with no PYTHONPATH and no site-packages at start-up (here with the gateway down: the valid empty answer)."""
+    import os
+    import shlex
+    import socket
+
+    assert hooks_cmds.cmd_install(args(repo)) == 0
+    local = json.loads((repo / ".claude" / "settings.local.json").read_text())
+    (command,) = [h["command"] for g in local["hooks"]["UserPromptSubmit"] for h in g["hooks"]]
+    assert " -S " in command and command.endswith("launch.py user-prompt-submit")
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("CTXBUS_")}
+    env.update(CTXBUS_DATA_DIR=str(tmp_path / "data"), CTXBUS_GATEWAY_PORT=str(port), HOME=str(tmp_path))
+    stdin = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "hi", "cwd": str(repo)}).encode()
+    done = subprocess.run(shlex.split(command), input=stdin, env=env, capture_output=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ""}
+    }
+    assert "fallback_answered" in (tmp_path / "data" / "hook.log").read_text()  # the fallback ran (site added then)

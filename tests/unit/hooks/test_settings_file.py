@@ -77,3 +77,60 @@ def test_tool_failures_opt_in_and_uninstall() -> None:
     assert without_ours(merged) == OTHERS
     # installing again without the option takes it out again
     assert "PostToolUseFailure" not in with_ours(merged, "ctxbus", 3)["hooks"]
+
+
+URL = "http://127.0.0.1:9470/v1/hooks"
+
+
+def http_entries(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        h for groups in settings.get("hooks", {}).values() for g in groups for h in g.get("hooks", []) if is_ours(h)
+    ]
+
+
+def test_http_hooks_post_to_the_gateway_with_the_secret_from_an_allowed_variable() -> None:
+    merged = with_ours(OTHERS, "ctxbus", 3, url=URL)
+    entries = http_entries(merged)
+    assert len(entries) == len(HOOKED_EVENTS)
+    for entry in entries:
+        assert entry == {
+            "type": "http",
+            "url": URL,
+            "timeout": 3,
+            "headers": {"Authorization": "Bearer $CTXBUS_GATEWAY_SECRET"},
+            "allowedEnvVars": ["CTXBUS_GATEWAY_SECRET"],  # unlisted, Claude Code would send an empty string
+        }
+    assert merged["hooks"]["PostToolUse"][0]["matcher"] == "Bash"
+    assert without_ours(merged) == OTHERS
+
+
+def test_http_and_command_hooks_replace_each_other_in_place() -> None:
+    commands = with_ours(OTHERS, "ctxbus", 3)
+    http = with_ours(commands, "ctxbus", 3, url=URL)
+    assert list(http["hooks"]) == list(commands["hooks"])
+    assert all(h["type"] == "http" for h in http_entries(http)) and len(http_entries(http)) == len(HOOKED_EVENTS)
+    back = with_ours(http, "ctxbus", 3)
+    assert back == commands
+
+
+def test_foreign_http_hooks_are_not_ours() -> None:
+    assert is_ours({"type": "http", "url": "http://localhost:8123/v1/hooks"})
+    assert not is_ours({"type": "http", "url": "http://127.0.0.1:9470/v1/search"})
+    assert not is_ours({"type": "http", "url": "https://hooks.example.com/v1/hooks"})
+    assert not is_ours({"type": "http", "url": "http://127.0.0.1:9470/v1/hooks/other"})
+    assert not is_ours({"type": "http"})
+
+
+LAUNCH = "/opt/ctxbus/services/ctxbus/hooks/launch.py"
+
+
+def test_the_fast_launcher_is_written_recognised_and_replaces_the_console_script_in_place() -> None:
+    old = with_ours(OTHERS, "/opt/venv/bin/ctxbus", 3)
+    fast = with_ours(old, "/opt/venv/bin/python3", 3, launcher=LAUNCH)
+    assert sorted(ours(fast)) == sorted(f"/opt/venv/bin/python3 -S {LAUNCH} {s}" for s in HOOKED_EVENTS.values())
+    assert list(fast["hooks"]) == list(old["hooks"])
+    assert without_ours(fast) == OTHERS
+    spaced = with_ours({}, "/My Tools/python3", 3, launcher="/My Tools/ctxbus/hooks/launch.py")
+    assert all(c.startswith('"/My Tools/python3" -S "/My Tools/ctxbus/hooks/launch.py" ') for c in ours(spaced))
+    assert without_ours(spaced) == {}
+    assert not is_ours({"command": "python3 -S /x/other/hooks/launch.py stop"})

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from ctxbus.bench.replay import FOREIGN_RECORDS, check, synthetic_events
+from ctxbus.bench.replay import check
+from ctxbus.bench.replay_events import FOREIGN_RECORDS, synthetic_events
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.replay.decode import Decoder

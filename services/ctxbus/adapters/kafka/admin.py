@@ -9,6 +9,14 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 
 
+class MissingTopic(LookupError):
+    """A topic a client needs is not on the cluster (``ctxbus topics create`` makes them)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic} does not exist on the cluster; create the topics with `ctxbus topics create`")
+        self.topic = topic
+
+
 async def ensure_topics(
     config: KafkaClientConfig,
     topics: Iterable[str],

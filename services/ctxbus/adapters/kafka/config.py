@@ -7,10 +7,10 @@ size the broker holds is read (measured on Tansu: 1.1, 5, 10 and 20 MB records w
 
 from __future__ import annotations
 
-import ssl
 from typing import Any
 
-from ctxbus.settings import KafkaSettings, SecurityProtocol
+from ctxbus.adapters.kafka.security import sasl_args, ssl_context
+from ctxbus.settings import KafkaSettings
 
 #: Tansu does not wake a waiting fetch when data arrives: poll it often.
 EMBEDDED_FETCH_MAX_WAIT_MS = 5
@@ -32,6 +32,9 @@ class KafkaClientConfig:
         self.settings = settings
         self.bootstrap_servers = bootstrap_servers
         self.embedded = embedded
+        # checked here, once per process: a missing file or credential is a KafkaSecurityError now, not later
+        self._ssl_context = ssl_context(settings)
+        self._sasl = sasl_args(settings)
 
     def common(self, client_id: str) -> dict[str, Any]:
         s = self.settings
@@ -40,21 +43,9 @@ class KafkaClientConfig:
             "client_id": f"{s.client_id_prefix}-{client_id}",
             "security_protocol": s.security_protocol.value,
         }
-        if s.security_protocol in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL):
-            context = ssl.create_default_context(cafile=str(s.ssl_cafile) if s.ssl_cafile else None)
-            if s.ssl_certfile:
-                context.load_cert_chain(str(s.ssl_certfile), str(s.ssl_keyfile) if s.ssl_keyfile else None)
-            args["ssl_context"] = context
-        if s.security_protocol in (SecurityProtocol.SASL_SSL, SecurityProtocol.SASL_PLAINTEXT):
-            if s.sasl_mechanism is None or not s.sasl_username or s.sasl_password is None:
-                raise ValueError(
-                    f"security protocol {s.security_protocol.value} needs CTXBUS_KAFKA_SASL_MECHANISM, "
-                    "CTXBUS_KAFKA_SASL_USERNAME and CTXBUS_KAFKA_SASL_PASSWORD"
-                )
-            args["sasl_mechanism"] = s.sasl_mechanism.value
-            args["sasl_plain_username"] = s.sasl_username
-            args["sasl_plain_password"] = s.sasl_password.get_secret_value()
-        return args
+        if self._ssl_context is not None:
+            args["ssl_context"] = self._ssl_context
+        return args | self._sasl
 
     @property
     def idempotence(self) -> bool:

@@ -55,7 +55,11 @@ class EventPublisher:
         self._schemas_topic = schemas_topic
 
     async def start(self) -> None:
-        await self._producer.start()
+        try:
+            await self._producer.start()
+        except BaseException:
+            await self._producer.stop()  # a producer that could not connect is closed, not leaked
+            raise
         if self._schemas_topic is not None:
             await self._announce(self._schemas_topic)
 

@@ -15,6 +15,7 @@ import uuid
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ctxbus.adapters.kafka.admin import MissingTopic
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
@@ -36,12 +37,16 @@ class ReplyRouter:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self._consumer.start()
+        try:
+            await self._consumer.start()
+        except BaseException:
+            await self._consumer.stop()  # a consumer that could not connect is closed, not leaked
+            raise
         await self._consumer.topics()  # metadata for the partition list
         partitions = self._consumer.partitions_for_topic(self._topic) or set()
         if not partitions:
             await self._consumer.stop()
-            raise LookupError(f"topic {self._topic} does not exist")
+            raise MissingTopic(self._topic)
         tps = [TopicPartition(self._topic, p) for p in sorted(partitions)]
         self._consumer.assign(tps)
         await self._consumer.seek_to_end(*tps)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ctxbus.adapters.kafka.admin import MissingTopic
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
@@ -46,7 +47,7 @@ class StoredReplies:
         partitions = self._consumer.partitions_for_topic(self._topic) or set()
         if not partitions:
             await self._consumer.stop()
-            raise LookupError(f"topic {self._topic} does not exist")
+            raise MissingTopic(self._topic)
         tps = [TopicPartition(self._topic, p) for p in sorted(partitions)]
         self._consumer.assign(tps)
         await self._consumer.seek_to_end(*tps)
