@@ -17,7 +17,6 @@ from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics
 from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
-from ctxbus.core.bounds import QUERY_TERMS_CHARS, embed_chars, prefix
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
 from ctxbus.core.collapse import collapse_near_copies
 from ctxbus.core.domains import detect_domain
@@ -37,6 +36,7 @@ from ctxbus.core.task_profiles import (
 )
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, VectorStore
+from ctxbus.retriever.query import query_text, window_notices
 
 log = structlog.get_logger("ctxbus.retriever")
 
@@ -46,35 +46,6 @@ DOMAIN_FROM_REQUEST = "request"
 DOMAIN_DETECTED = "detected"
 #: Empty reason of a strict domain that no item of the project (or the global scope) carries.
 NO_MEMORIES_IN_DOMAIN = "no_memories_in_domain"
-
-
-def query_text(request: RetrievalRequested) -> str:
-    """What is embedded for a request: the prompt, with the domain and mentioned files as hints."""
-    parts = [request.prompt.strip()]
-    if request.domain:
-        parts.append(f"domain: {request.domain}")
-    if request.mentioned_files:
-        parts.append("files: " + ", ".join(request.mentioned_files[:10]))
-    return "\n".join(p for p in parts if p)
-
-
-def window_notices(embedder: Embedder, text: str) -> tuple[str, ...]:
-    """A notice when ``text`` is longer than the embedding model reads (it is embedded truncated).
-
-    Tokens are counted on what the embedder reads at most (``core.bounds.embed_chars``), not on all of a long text.
-    """
-    if len(text) <= embedder.max_tokens:  # a token is at least one character: cannot be over
-        return ()
-    read = prefix(text, embed_chars(embedder.max_tokens))
-    tokens = embedder.count_tokens(read)
-    if tokens <= embedder.max_tokens:
-        return ()
-    more = "more than " if len(read) < len(text) else ""
-    keyword = "all of it" if len(text) <= QUERY_TERMS_CHARS else f"the first {QUERY_TERMS_CHARS:,} characters"
-    return (
-        f"prompt_truncated: the prompt has {more}{tokens} tokens; the embedding reads the first {embedder.max_tokens} "
-        f"(the keyword search reads {keyword})",
-    )
 
 
 def profile_for(request: RetrievalRequested) -> ContextProfile:
