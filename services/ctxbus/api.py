@@ -56,7 +56,7 @@ from ctxbus.memory.model import MemoryItem
 from ctxbus.memory.parse_result import LineError
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
-from ctxbus.retriever.handler import window_notices
+from ctxbus.retriever.query import window_notices
 from ctxbus.settings import Settings
 
 __all__ = [

@@ -17,6 +17,7 @@ from ctxbus.core.abstain import FloorPolicy
 from ctxbus.core.ranking import RankingWeights
 from ctxbus.core.task_profiles import NO_TASK_PROFILES, TASK_TYPE_PROFILES
 from ctxbus.core.task_prototypes import build_classifier
+from ctxbus.core.tokens import MemoizedCounter
 from ctxbus.injector.attempts import policy_from
 from ctxbus.injector.handler import InjectorHandler
 from ctxbus.observability import Metrics
@@ -38,12 +39,13 @@ def open_embedder(settings: Settings) -> Embedder:
 
 
 def token_counter(settings: Settings, embedder: Embedder | None = None) -> Callable[[str], int]:
-    """Tokens as the model counts them (its tokenizer only: the ONNX session is not loaded for this)."""
+    """Tokens as the model counts them (its tokenizer only: the ONNX session is not loaded for this); short texts'
+    counts remembered (the same memories' lines are counted for every request)."""
     if embedder is not None:
-        return embedder.count_tokens
+        return MemoizedCounter(embedder.count_tokens)
     from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder  # noqa: PLC0415
 
-    return OnnxMiniLmEmbedder(settings.embedder).count_tokens
+    return MemoizedCounter(OnnxMiniLmEmbedder(settings.embedder).count_tokens)
 
 
 def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
@@ -81,7 +83,13 @@ def floor_policy(injection: InjectionSettings) -> FloorPolicy:
 
 
 def retriever_handler(
-    settings: Settings, embedder: Embedder, store: VectorStore, topics: Topics, metrics: Metrics
+    settings: Settings,
+    embedder: Embedder,
+    store: VectorStore,
+    topics: Topics,
+    metrics: Metrics,
+    *,
+    query_batch: int = 1,
 ) -> RetrieverHandler:
     """The retriever as every caller builds it (the service, the Python API, the CLI, backtests)."""
     return RetrieverHandler(
@@ -98,6 +106,7 @@ def retriever_handler(
         task_profiles=TASK_TYPE_PROFILES if settings.injection.task_profiles else NO_TASK_PROFILES,
         floor=floor_policy(settings.injection),
         skip_meta_prompts=settings.injection.skip_meta_prompts,
+        query_batch=query_batch,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ctxbus.memory.model import Feedback, MemoryItem, MemoryKind
 
@@ -69,6 +69,13 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vector: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class QueryBatcher(Protocol):
+    """An embedder that embeds several queries together (and may remember them): ``embed_queries``."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Vector]: ...
 
 
 class StoreModelMismatch(RuntimeError):

@@ -50,6 +50,9 @@ class KafkaSettings(BaseSettings):
     enable_idempotence: bool | None = None
     #: None: 5 ms for the embedded broker (it does not wake waiting fetches), 100 ms otherwise.
     fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    #: the same for consumers off the request path (the recorder, learning, memory, attempts, the archiver):
+    #: None: 100 ms embedded (each idle poll costs the broker and the process CPU), 500 ms otherwise.
+    background_fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
     #: largest record a ctxbus producer sends (key + value + headers, as aiokafka sizes it); larger ones are
     #: refused before they reach the client. Kafka's default broker limit (message.max.bytes) is about 1 MiB.
     max_record_bytes: int = Field(default=1_048_576, ge=65_536, le=100_000_000)
@@ -81,6 +84,10 @@ class EmbedderSettings(BaseSettings):
     threads: int = Field(default=1, ge=1, le=64)
     max_tokens: int = Field(default=256, ge=16, le=512)
     batch_size: int = Field(default=16, ge=1, le=256)
+    #: the most queries the retriever embeds in one model call ahead of their requests (1: each on its own)
+    query_batch: int = Field(default=4, ge=1, le=256)
+    #: query vectors the retriever remembers (keyed by the text the model reads); 0 turns the cache off
+    query_cache: int = Field(default=2_048, ge=0, le=1_000_000)
 
 
 class ServiceSettings(BaseSettings):

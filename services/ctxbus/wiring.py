@@ -71,13 +71,15 @@ def consumer_group(topic_prefix: str, loop: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RunnerSpec:
-    """One consumer loop of a service: its name (and consumer group), handler, input and outputs."""
+    """One consumer loop of a service: its name (and consumer group), handler, input and outputs; a
+    ``background`` loop is off the request path (it polls an idle broker less often)."""
 
     name: str
     handler: Handler
     topic: str
     expect: str
     outputs: tuple[str, ...] = ()
+    background: bool = False
 
 
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
@@ -89,7 +91,11 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             res.embedder = open_embedder(s)
         if res.store is None:
             res.store = open_store(s, res.embedder)
-        retriever = retriever_handler(s, res.embedder, res.store, topics, res.metrics)
+        from ctxbus.adapters.embedding.query_cache import CachedQueryEmbedder  # noqa: PLC0415
+
+        # the next queries embedded together, prompts asked again not embedded again
+        queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
+        retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
@@ -116,10 +122,23 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
                 (topics.memory_stored,),
+                background=True,
             ),
             # ... and so is what outcomes teach about the injected items
-            RunnerSpec("learning-injections", learning.injections, topics.context_injected, EventType.CONTEXT_INJECTED),
-            RunnerSpec("learning-outcomes", learning.outcomes, topics.outcome_recorded, EventType.OUTCOME_RECORDED),
+            RunnerSpec(
+                "learning-injections",
+                learning.injections,
+                topics.context_injected,
+                EventType.CONTEXT_INJECTED,
+                background=True,
+            ),
+            RunnerSpec(
+                "learning-outcomes",
+                learning.outcomes,
+                topics.outcome_recorded,
+                EventType.OUTCOME_RECORDED,
+                background=True,
+            ),
         ]
     if name == "injector":
         if res.attempts is None:
@@ -134,10 +153,18 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 (topics.context_injected,),
             ),
             RunnerSpec(
-                "attempts", AttemptRecorderHandler(res.attempts), topics.attempt_recorded, EventType.ATTEMPT_RECORDED
+                "attempts",
+                AttemptRecorderHandler(res.attempts),
+                topics.attempt_recorded,
+                EventType.ATTEMPT_RECORDED,
+                background=True,
             ),
             RunnerSpec(
-                "task-outcomes", TaskOutcomeHandler(res.attempts), topics.outcome_recorded, EventType.OUTCOME_RECORDED
+                "task-outcomes",
+                TaskOutcomeHandler(res.attempts),
+                topics.outcome_recorded,
+                EventType.OUTCOME_RECORDED,
+                background=True,
             ),
         ]
     if name == "recorder":
@@ -149,6 +176,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 RecorderHandler(res.record, res.metrics),
                 topics.context_injected,
                 EventType.CONTEXT_INJECTED,
+                background=True,
             )
         ]
     raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
@@ -212,6 +240,7 @@ async def run_services(
                     metrics=metrics,
                     output_topics=spec.outputs,
                     schemas=schemas,
+                    background=spec.background,
                 )
                 for name in names
                 for spec in build_runners(name, res, topics)

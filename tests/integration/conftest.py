@@ -46,6 +46,7 @@ def settings(broker: EmbeddedBroker, tmp_path: Path) -> Settings:
             bootstrap_servers=broker.bootstrap_servers,
             enable_idempotence=False,
             fetch_max_wait_ms=5,
+            background_fetch_max_wait_ms=100,  # as on the embedded broker
             topic_partitions=3,
         ),
         service=ServiceSettings(max_retries=2, retry_backoff_ms=10, metrics_port=0),

@@ -166,3 +166,38 @@ def test_the_ledgers_sql_counts_are_the_core_rule(tmp_path: Path, seed: int) -> 
         assert got == expected
     finally:
         ledger.close()
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6, 7])
+def test_what_a_fact_says_may_have_changed_keeps_the_written_counts_right(tmp_path: Path, seed: int) -> None:
+    """The handler writes the counts of the items a fact returns; in any order of facts, what was written ends up
+    the rule's counts (and an injection no outcome counts yet changes nothing: it returns no item)."""
+    rng = random.Random(seed)
+    injections, outcomes = _random_facts(rng)
+    facts: list[InjectionFact | OutcomeFact] = [*injections, *outcomes]
+    rng.shuffle(facts)
+    ledger = LearningLedger(tmp_path / "l.sqlite3")
+    written: dict[tuple[str, str], object] = {}
+    try:
+        for fact in facts:
+            keys = ledger.add_injection(fact) if isinstance(fact, InjectionFact) else ledger.add_outcome(fact)
+            written.update(ledger.counts(keys))
+        expected = feedback_counts(injections, outcomes)
+        assert {k: v for k, v in written.items() if v.uses} == expected  # type: ignore[attr-defined]
+    finally:
+        ledger.close()
+
+
+def test_an_injection_no_outcome_counts_changes_no_item(tmp_path: Path) -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    ledger = LearningLedger(tmp_path / "l.sqlite3")
+    try:
+        assert ledger.add_injection(InjectionFact("i1", "a", "s1", None, t0, (("a", "x"),))) == set()
+        ledger.add_outcome(OutcomeFact("o1", "a", "s1", None, "session", "successful", t0 + timedelta(seconds=5)))
+        # an outcome of its session at or after it counts it: its items' counts change
+        assert ledger.add_injection(InjectionFact("i2", "a", "s1", None, t0, (("a", "y"),))) == {("a", "y")}
+        # later than every outcome of its session: nothing counts it yet
+        late = InjectionFact("i3", "a", "s1", None, t0 + timedelta(seconds=9), (("a", "z"),))
+        assert ledger.add_injection(late) == set()
+    finally:
+        ledger.close()

@@ -454,3 +454,64 @@ async def test_an_output_the_broker_refuses_dead_letters_its_input_and_the_batch
     assert dlq(dead, "reason") == "output_too_large" and dlq(dead, "error-class") == "MessageSizeTooLargeError"
     (out,) = await read_all(kafka, topics.retrieval_completed, expect=1)
     assert EventDeserializer()(out.value).causation_id == second.event_id
+
+
+class PreparingHandler(EchoHandler):
+    """Gets ready for the next events of a fetch, ``at_once`` at a time (as the retriever embeds the next
+    requests' queries together)."""
+
+    def __init__(self, topics: Topics, *, at_once: int = 5, fail: bool = False) -> None:
+        super().__init__(topics)
+        self.prepared: list[list[tuple[str, int]]] = []
+        self.handled: list[str] = []
+        self.ready: set[str] = set()
+        self.unprepared: list[str] = []
+        self.at_once = at_once
+        self.fail = fail
+
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
+        self.prepared.append([(str(event.event_id), backlog) for event, backlog in batch])
+        if self.fail:
+            raise RuntimeError("the model is not there")
+        self.ready.update(str(event.event_id) for event, _ in batch[: self.at_once])
+        return self.at_once
+
+    async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        event_id = str(event.event_id)
+        self.handled.append(event_id)
+        if event_id not in self.ready:
+            self.unprepared.append(event_id)
+        return await super().__call__(event)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["prepared", "preparation_fails"])
+async def test_the_next_events_are_prepared_a_few_at_a_time_then_each_handled_in_order(
+    settings: Settings, kafka: KafkaClientConfig, topics: Topics, metrics: Metrics, fail: bool
+) -> None:
+    events = [a_request(f"prompt {i}") for i in range(12)]
+    async with EventPublisher(kafka, "t") as pub:
+        for i, event in enumerate(events):
+            await send_raw(kafka, topics.retrieval_requested, EventSerializer()(event), partition=0)
+            if i == 5:  # poison and a repeat amid them: neither is prepared, both are dealt with in order
+                await send_raw(kafka, topics.retrieval_requested, b"garbage bytes", partition=0)
+                await send_raw(kafka, topics.retrieval_requested, EventSerializer()(events[0]), partition=0)
+        handler = PreparingHandler(topics, fail=fail)
+        await run_until_caught_up(
+            make_runner(settings, kafka, topics, handler, pub, metrics),
+            kafka,
+            GROUP(settings),
+            topics.retrieval_requested,
+        )
+    ids = [str(e.event_id) for e in events]
+    assert handler.handled == ids  # every event once, in order, whether or not the preparation worked
+    if fail:
+        assert handler.unprepared == ids and len(handler.prepared) == len(ids) + 2  # asked again at each record
+    else:
+        assert handler.unprepared == []  # each was prepared before it was handled
+        assert 1 < len(handler.prepared) < len(ids)  # a few at a time
+        first = handler.prepared[0]
+        assert str(events[0].event_id) not in [event_id for event_id, _ in first[1:]]  # the repeat is left out
+        assert [backlog for _, backlog in first] == sorted((b for _, b in first), reverse=True)  # fewer behind each
+    out = await read_all(kafka, topics.retrieval_completed, expect=len(ids))
+    assert [str(EventDeserializer()(r.value).causation_id) for r in out] == ids
+    assert len(await read_all(kafka, topics.dead_letter, expect=1)) == 1

@@ -13,7 +13,7 @@ from hypothesis import given
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.core.bounds import EMBED_CHARS_PER_TOKEN, QUERY_TERMS_CHARS, prefix
-from ctxbus.retriever.handler import query_text, window_notices
+from ctxbus.retriever.query import query_text, window_notices
 
 from .time_budget import (
     BUDGET_SETTINGS,

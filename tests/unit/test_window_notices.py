@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxbus.retriever.handler import window_notices
+from ctxbus.retriever.query import window_notices
 
 
 class WordEmbedder:

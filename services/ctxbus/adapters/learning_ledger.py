@@ -61,7 +61,9 @@ class LearningLedger:
         self._db.close()
 
     def add_injection(self, fact: InjectionFact) -> set[Key]:
-        """Record an injection; returns the items whose counts may have changed (empty for a repeat)."""
+        """Record an injection; returns the items whose counts may have changed: none for a repeat, and none while
+        no recorded outcome counts this injection (an injection adds to counts only through outcomes, so the
+        usual injection, made before its outcome is known, costs no recount and no store write)."""
         with self._db:
             self._db.execute("BEGIN")
             cur = self._db.execute(
@@ -74,7 +76,11 @@ class LearningLedger:
                 "INSERT OR IGNORE INTO injection_items VALUES (?, ?, ?)",
                 [(fact.event_id, project, item_id) for project, item_id in fact.items],
             )
-        return set(fact.items)
+        counted = self._db.execute(
+            f"SELECT 1 FROM injections i JOIN outcomes o ON {_APPLIES} WHERE i.event_id = ? LIMIT 1",
+            (fact.event_id,),
+        ).fetchone()
+        return set(fact.items) if counted else set()
 
     def add_outcome(self, fact: OutcomeFact) -> set[Key]:
         """Record an outcome; returns the items it counts for (empty for a repeat)."""

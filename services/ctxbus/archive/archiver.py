@@ -81,7 +81,8 @@ class Archiver:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
-        consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None))  # no group, no commits
+        # no group, no commits; not on the request path: it polls an idle broker rarely
+        consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None, background=True))
         admin = AIOKafkaAdminClient(**self._config.common("archiver"))
         await consumer.start()
         await admin.start()
@@ -97,7 +98,7 @@ class Archiver:
                     await self._poll(consumer)
                     now = time.monotonic()
                     if now >= next_flush:
-                        self._flush()
+                        await self._flush()
                         next_flush = now + self._flush_s
                     if now >= next_offsets:
                         await self._snapshot_offsets(admin)
@@ -183,9 +184,16 @@ class Archiver:
         self._next[tp] = offset + 1
         self.archived += 1
 
-    def _flush(self) -> None:
-        for writer in self._writers.values():
-            writer.flush()
+    async def _flush(self) -> None:
+        """Flush and fsync every partition's file in a worker thread: the services of ``ctxbus up`` share this
+        event loop, and a slow disk must not stall them (nothing is appended meanwhile: this loop waits)."""
+        writers = list(self._writers.values())
+
+        def flush_all() -> None:
+            for writer in writers:
+                writer.flush()
+
+        await asyncio.to_thread(flush_all)
 
     async def _drain(self, consumer: AIOKafkaConsumer) -> None:
         """Read on until a poll brings nothing (the end of every partition), within DRAIN_TIMEOUT_S."""
@@ -193,7 +201,7 @@ class Archiver:
         with contextlib.suppress(KafkaError):
             while time.monotonic() < deadline and await self._poll(consumer):
                 pass
-        self._flush()
+        await self._flush()
 
     async def _snapshot_offsets(self, admin: AIOKafkaAdminClient) -> None:
         """The committed position of every consumer group of the prefix, in archive offsets."""
@@ -209,7 +217,7 @@ class Archiver:
                 committed = await reader.committed(tp)
                 if committed is not None:
                     positions[tp_key(tp.topic, tp.partition)] = committed + self._state.base(tp.topic, tp.partition)
-        self._state.save(self._root)
+        await asyncio.to_thread(self._state.save, self._root)  # an fsync: off the services' loop
 
     def _retention(self) -> None:
         files = scan(self._root)

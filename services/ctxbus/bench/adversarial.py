@@ -123,7 +123,7 @@ async def _drive(
 ) -> tuple[Observed, set[str], Probes]:
     seen, probes = Observed(), Probes()
     ready, stop = asyncio.Event(), asyncio.Event()
-    reader = asyncio.create_task(_receive(config, topics, seen, ready, stop))
+    reader = asyncio.create_task(_receive(config, topics, lambda: seen, ready, stop))
     await asyncio.wait_for(ready.wait(), STARTUP_TIMEOUT_S)
     large_ids: set[str] = set()
     async with EventPublisher(config, "bench-adversarial") as publisher:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.bench.corpus import prompts
+from ctxbus.bench.cpu import CpuMeter, beyond_idle, core_share, per_request
 from ctxbus.bench.stack import PROJECT, STARTUP_TIMEOUT_S, bench_stack
 from ctxbus.bench.stats import child_pids, peak_rss_mb, summary
 from ctxbus.contract.envelope import Envelope
@@ -29,6 +31,8 @@ from ctxbus.contract.topics import Topics
 
 #: How long to wait for the last answers once sending stops.
 DRAIN_S = 10.0
+#: How long the idle stack's CPU use is measured before the load starts.
+IDLE_S = 3.0
 
 
 @dataclass
@@ -40,8 +44,13 @@ class Observed:
 
 
 async def _receive(
-    config: KafkaClientConfig, topics: Topics, seen: Observed, ready: asyncio.Event, stop: asyncio.Event
+    config: KafkaClientConfig,
+    topics: Topics,
+    current: Callable[[], Observed],
+    ready: asyncio.Event,
+    stop: asyncio.Event,
 ) -> None:
+    """Note every completion and injection from the end of the topics on, in ``current()`` (a step's record)."""
     consumer = AIOKafkaConsumer(**config.consumer("bench-reader", None))
     await consumer.start()
     deserialize = EventDeserializer()
@@ -60,6 +69,7 @@ async def _receive(
         while not stop.is_set():
             batch = await consumer.getmany(timeout_ms=50)
             now = time.perf_counter()
+            seen = current()
             for records in batch.values():
                 for rec in records:
                     event = deserialize(rec.value)
@@ -79,49 +89,116 @@ def _request(i: int, domain: str, prompt: str) -> Envelope[RetrievalRequested]:
     return Envelope.root(payload, project=PROJECT, session_id=f"bench-{i % 16}", producer="bench")
 
 
-async def _drive(config: KafkaClientConfig, topics: Topics, rate: float, duration_s: float) -> tuple[Observed, int]:
-    seen = Observed()
-    ready, stop = asyncio.Event(), asyncio.Event()
-    reader = asyncio.create_task(_receive(config, topics, seen, ready, stop))
-    await asyncio.wait_for(ready.wait(), STARTUP_TIMEOUT_S)
-    async with EventPublisher(config, "bench") as publisher:
+@dataclass
+class Step:
+    """One load step: what was seen, how many were sent, its CPU meter, when sending started."""
+
+    seen: Observed
+    total: int
+    busy: CpuMeter
+    started: float
+    duration_s: float
+
+
+class Driver:
+    """The benchmark client: a publisher and a reader of completions and injections, open across load steps."""
+
+    def __init__(self, config: KafkaClientConfig, topics: Topics, pids: dict[str, int]) -> None:
+        self._config, self._topics, self._pids = config, topics, pids
+        self.seen = Observed()
+        self._stop = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+        self._publisher = EventPublisher(config, "bench")
+        self._sent = 0  # requests sent so far (prompt numbers go on across steps)
+
+    async def __aenter__(self) -> Driver:
+        ready = asyncio.Event()
+        self._reader = asyncio.create_task(_receive(self._config, self._topics, lambda: self.seen, ready, self._stop))
+        await asyncio.wait_for(ready.wait(), STARTUP_TIMEOUT_S)
+        await self._publisher.start()
         # warm up: until one request makes the whole round trip (consumer groups joined)
         warm_deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             warm = _request(-1, "auth", "warm up the pipeline")
-            await publisher.publish(topics.retrieval_requested, warm)
+            await self._publisher.publish(self._topics.retrieval_requested, warm)
             t0 = time.monotonic()
-            while str(warm.correlation_id) not in seen.injected and time.monotonic() - t0 < 2.0:
+            while str(warm.correlation_id) not in self.seen.injected and time.monotonic() - t0 < 2.0:
                 await asyncio.sleep(0.01)
-            if str(warm.correlation_id) in seen.injected or time.monotonic() > warm_deadline:
+            if str(warm.correlation_id) in self.seen.injected or time.monotonic() > warm_deadline:
                 break
-        warm_ids = set(seen.injected)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._publisher.stop()
+        self._stop.set()
+        if self._reader is not None:
+            await self._reader
+
+    async def idle(self, seconds: float) -> CpuMeter:
+        meter = CpuMeter(self._pids, threads_of="stack")
+        meter.start()
+        await asyncio.sleep(seconds)
+        meter.stop()
+        return meter
+
+    async def step(self, rate: float, duration_s: float, *, distinct: bool = False, drain_s: float = DRAIN_S) -> Step:
+        """Send ``rate`` requests a second for ``duration_s`` (open loop), then wait up to ``drain_s`` for the
+        last answers. ``distinct``: every prompt made unique (no prompt is asked twice)."""
+        self.seen = seen = Observed()
         total = int(rate * duration_s)
-        work = prompts(total)
+        work = prompts(self._sent + total)[self._sent :]
+        busy = CpuMeter(self._pids, threads_of="stack")
+        busy.start()
         start = time.perf_counter()
         sends = []
         for i, (domain, prompt) in enumerate(work):
             delay = start + i / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            event = _request(i, domain, prompt)
+            n = self._sent + i
+            event = _request(n, domain, f"{prompt} (case {n})" if distinct else prompt)
             cid = str(event.correlation_id)
             seen.sent_at[cid] = time.perf_counter()
             seen.request_emitted[cid] = event.emitted_at.timestamp()
-            sends.append(asyncio.create_task(publisher.publish(topics.retrieval_requested, event)))
+            sends.append(asyncio.create_task(self._publisher.publish(self._topics.retrieval_requested, event)))
         await asyncio.gather(*sends)
-        deadline = time.perf_counter() + DRAIN_S
-        while time.perf_counter() < deadline and not set(seen.sent_at) <= set(seen.injected):
+        self._sent += total
+        deadline = time.perf_counter() + drain_s
+        while time.perf_counter() < deadline and not seen.sent_at.keys() <= seen.injected.keys():
             await asyncio.sleep(0.05)
-    stop.set()
-    await reader
-    for cid in warm_ids:
-        seen.injected.pop(cid, None)
-    return seen, total
+        busy.stop()
+        return Step(seen, total, busy, start, duration_s)
+
+    async def settle(self, timeout_s: float) -> bool:
+        """Wait until every request sent so far is answered (a step's backlog cleared); False if it is not."""
+        deadline = time.perf_counter() + timeout_s
+        while time.perf_counter() < deadline:
+            if self.seen.sent_at.keys() <= self.seen.injected.keys():
+                return True
+            await asyncio.sleep(0.1)
+        return False
 
 
-def report(seen: Observed, total: int, duration_s: float) -> dict[str, Any]:
+async def _drive(
+    config: KafkaClientConfig,
+    topics: Topics,
+    rate: float,
+    duration_s: float,
+    pids: dict[str, int],
+    distinct: bool = False,
+) -> tuple[Step, CpuMeter]:
+    async with Driver(config, topics, pids) as driver:
+        idle = await driver.idle(IDLE_S)
+        step = await driver.step(rate, duration_s, distinct=distinct)
+    return step, idle
+
+
+def report(seen: Observed, total: int, duration_s: float, started: float | None = None) -> dict[str, Any]:
+    """The step's figures; throughput is what was answered over the time until the last answer (at least the
+    step's duration: a pipeline that falls behind and catches up in the drain does not count as keeping up)."""
     answered = [cid for cid in seen.sent_at if cid in seen.injected]
+    if started is not None and answered:
+        duration_s = max(duration_s, max(seen.injected[c][0] for c in answered) - started)
     e2e = [(seen.injected[c][0] - seen.sent_at[c]) * 1000 for c in answered]
     retr = [(seen.completed_at[c] - seen.request_emitted[c]) * 1000 for c in answered if c in seen.completed_at]
     inj = [(seen.injected[c][1] - seen.completed_at[c]) * 1000 for c in answered if c in seen.completed_at]
@@ -139,10 +216,40 @@ def report(seen: Observed, total: int, duration_s: float) -> dict[str, Any]:
     }
 
 
-def run(memories_count: int, rate: float, duration_s: float) -> dict[str, Any]:
+def cpu_report(seen: Observed, idle: CpuMeter | None, busy: CpuMeter) -> dict[str, Any]:
+    """CPU ms per answered request of each process (and of the stack's event-loop thread and other threads),
+    the share of a core each used under the load, and idle (before the load)."""
+    answered = sum(1 for cid in seen.sent_at if cid in seen.injected)
+    threads = {f"stack {k}": v for k, v in busy.threads_used_s.items()}
+    used = {**busy.used_s, **threads}
+    out = {
+        "cpu_ms_per_request": per_request(busy.used_s, answered, parts=threads),
+        "cpu_core_percent_loaded": core_share(used, busy.elapsed_s),
+        "loadavg_1min": round(os.getloadavg()[0], 2),
+    }
+    if idle is not None:
+        idle_used = {**idle.used_s, **{f"stack {k}": v for k, v in idle.threads_used_s.items()}}
+        out["cpu_core_percent_idle"] = core_share(idle_used, idle.elapsed_s)
+        out["cpu_ms_per_request_beyond_idle"] = per_request(beyond_idle(busy, idle), answered)
+    return out
+
+
+def stack_pids(stack_pid: int) -> dict[str, int]:
+    """The stack (``ctxbus up``: every service and the gateway), its broker, and this benchmark client."""
+    pids = {"stack": stack_pid, "client": os.getpid()}
+    for i, child in enumerate(child_pids(stack_pid)):
+        pids["broker" if i == 0 else f"broker{i}"] = child
+    return pids
+
+
+def run(memories_count: int, rate: float, duration_s: float, *, distinct: bool = False) -> dict[str, Any]:
     with bench_stack(memories_count) as stack:
-        seen, total = asyncio.run(_drive(stack.kafka, Topics(stack.settings.topic_prefix), rate, duration_s))
-        result = report(seen, total, duration_s)
+        pids = stack_pids(stack.proc.pid)
+        step, idle = asyncio.run(
+            _drive(stack.kafka, Topics(stack.settings.topic_prefix), rate, duration_s, pids, distinct)
+        )
+        result = report(step.seen, step.total, duration_s, step.started)
+        result.update(cpu_report(step.seen, idle, step.busy))
         result["peak_rss_mb"] = {
             "stack": peak_rss_mb(stack.proc.pid),
             "broker": sum(peak_rss_mb(c) or 0.0 for c in child_pids(stack.proc.pid)),
@@ -154,6 +261,7 @@ def run(memories_count: int, rate: float, duration_s: float) -> dict[str, Any]:
             "rate_per_s": rate,
             "duration_s": duration_s,
             "memory_load_s": round(stack.memory_load_s, 1),
+            "distinct_prompts": distinct,
         }
     )
     return result
@@ -176,6 +284,19 @@ def print_report(result: dict[str, Any]) -> None:
     ):
         s = result[key]
         print(f"  {label:44s} p50 {s['p50']:7.2f}  p95 {s['p95']:7.2f}  p99 {s['p99']:7.2f}  max {s['max']:7.2f} ms")
+    cpu = result["cpu_ms_per_request"]
+    if cpu:
+        loaded, idle = result["cpu_core_percent_loaded"], result.get("cpu_core_percent_idle", {})
+        print(
+            "  CPU ms/request: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+            + f" (load average {result['loadavg_1min']})"
+        )
+        beyond = result.get("cpu_ms_per_request_beyond_idle", {})
+        if beyond:
+            print("  CPU ms/request beyond idle: " + ", ".join(f"{k} {v:.2f}" for k, v in beyond.items()))
+        print("  % of a core under load: " + ", ".join(f"{k} {v:.0f}" for k, v in loaded.items()))
+        print("  % of a core idle:       " + ", ".join(f"{k} {v:.0f}" for k, v in idle.items()))
     rss = result["peak_rss_mb"]
     print(
         f"  peak RSS: stack {rss['stack'] or 0:.0f} MiB, broker {rss['broker']:.0f} MiB, "

@@ -21,6 +21,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import adversarial_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import unreachable
+from ctxbus.cli.pipeline_cmds import cmd_bench, pipeline_args
 from ctxbus.contract.topics import Topics
 from ctxbus.gateway.http import ListenError
 from ctxbus.gateway.secret_file import SecretFileError, gateway_secret
@@ -56,10 +57,7 @@ def register(sub: Any) -> None:
     bsub = bench.add_subparsers(dest="bench_command")
     pipe = bsub.add_parser("pipeline", help="the whole stack under a steady request rate (the default)")
     for parser in (bench, pipe):
-        parser.add_argument("--memories", type=int, default=1_000)
-        parser.add_argument("--rate", type=float, default=20.0, help="requests per second")
-        parser.add_argument("--duration", type=float, default=30.0, help="seconds of load")
-        parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+        pipeline_args(parser)
     bench.set_defaults(handler=cmd_bench)
     pipe.set_defaults(handler=cmd_bench)
     hooks = bsub.add_parser("hooks", help="the Claude Code hook, a fresh process per call, with the stack running")
@@ -312,16 +310,6 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from ctxbus.bench import pipeline  # noqa: PLC0415
-
-    if args.memories < 1 or args.rate <= 0 or args.duration <= 0:
-        raise CliError("--memories, --rate and --duration must be positive")
-    result = pipeline.run(args.memories, args.rate, args.duration)
-    _emit(args, result, pipeline.print_report)
-    return 0 if result["lost"] == 0 else 1
 
 
 def _emit(args: argparse.Namespace, result: dict[str, Any], report: Callable[[dict[str, Any]], None]) -> int:

@@ -38,6 +38,7 @@ import re
 import string
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
 
 #: Longest word WordPiece splits; a longer one is a single ``[UNK]`` token.
@@ -157,3 +158,19 @@ def estimate_tokens(text: str) -> int:
         others = len(text) - len(text.encode("ascii", "ignore")) - sum(map(text.count, NON_ASCII_BLANKS))
     punctuation = sum(map(text.count, string.punctuation))  # ASCII punctuation, one token each
     return _words_tokens(text) + punctuation + others
+
+
+class MemoizedCounter:
+    """A token counter that remembers the counts of short texts (lines, items, prompts: the same memories are
+    counted for request after request), at most ``entries`` of them, the least recently used forgotten first.
+    Longer texts are counted each time (an assembled context is rarely counted twice)."""
+
+    def __init__(self, count: Callable[[str], int], *, entries: int = 8_192, max_chars: int = 2_000) -> None:
+        self._count = count
+        self._max_chars = max_chars
+        self._memo = lru_cache(maxsize=entries)(count)
+
+    def __call__(self, text: str) -> int:
+        if len(text) > self._max_chars:
+            return self._count(text)
+        return self._memo(text)

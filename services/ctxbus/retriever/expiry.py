@@ -14,6 +14,7 @@ from datetime import datetime
 
 import structlog
 
+from ctxbus.adapters.kafka.prepare import BatchPreparer
 from ctxbus.adapters.kafka.runner import BACKLOG, Handler, Output
 from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RetrievalRequested
@@ -44,8 +45,29 @@ class RetrieverDeadlines:
         self._metrics = metrics
         self._clock = clock
         self.shedder = shedder or LoadShedder()
+        #: each prepared request's share of its batch's preparation (seconds), until it is handled
+        self._prepared: dict[str, float] = {}
+
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
+        """The inner handler's preparation (the next embeddings) for the requests that will be served: none is
+        spent on a request that will be answered as expired. Its time is shared among them in the work estimate.
+        Returns how many of ``batch`` that covers."""
+        self._prepared.clear()  # the requests prepared before are all handled
+        if not isinstance(self._inner, BatchPreparer):
+            return len(batch)
+        now, clock = time.monotonic(), self._clock()
+        served = [(i, item) for i, item in enumerate(batch) if self._shed_cause(*item, clock, now) is None]
+        if not served:
+            return len(batch)
+        taken = await self._inner.prepare([item for _, item in served])
+        if taken <= 0:
+            return served[0][0] + 1
+        share = (time.monotonic() - now) / taken
+        self._prepared.update((str(event.event_id), share) for _, (event, _) in served[:taken])
+        return len(batch) if taken >= len(served) else served[taken - 1][0] + 1
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
+        prepared = self._prepared.pop(str(event.event_id), 0.0)
         if isinstance(event.payload, RetrievalRequested) and event.payload.deadline is not None:
             expired = self._expired(event, event.payload)
             if expired is not None:
@@ -53,8 +75,15 @@ class RetrieverDeadlines:
         started = time.monotonic()
         outputs = await self._inner(event)
         done = time.monotonic()
-        self.shedder.served(done - started, now=done)
+        self.shedder.served(done - started + prepared, now=done)
         return outputs
+
+    def _shed_cause(self, event: AnyEnvelope, backlog: int, clock: datetime, now: float) -> str | None:
+        """Why a request would be answered at once (as ``_expired`` decides it), or None."""
+        request = event.payload
+        if not isinstance(request, RetrievalRequested) or request.deadline is None:
+            return None
+        return self.shedder.cause(remaining_s(request.deadline, clock), backlog=backlog, now=now)
 
     def _expired(self, event: Envelope[RetrievalRequested], request: RetrievalRequested) -> AnyEnvelope | None:
         now = self._clock()

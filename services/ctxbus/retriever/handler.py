@@ -17,7 +17,6 @@ from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics
 from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
-from ctxbus.core.bounds import QUERY_TERMS_CHARS, embed_chars, prefix
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
 from ctxbus.core.context_plan import plan_context
 from ctxbus.core.domains import detect_domain
@@ -29,7 +28,8 @@ from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
 from ctxbus.core.task_profiles import TASK_TYPE_PROFILES, TaskTypeProfile, merge_candidates, task_profile_for
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, SearchHit, SearchMode, SearchQuery, VectorStore
+from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, VectorStore
+from ctxbus.retriever.query import query_text, window_notices
 
 log = structlog.get_logger("ctxbus.retriever")
 
@@ -39,35 +39,6 @@ DOMAIN_FROM_REQUEST = "request"
 DOMAIN_DETECTED = "detected"
 #: Empty reason of a strict domain that no item of the project (or the global scope) carries.
 NO_MEMORIES_IN_DOMAIN = "no_memories_in_domain"
-
-
-def query_text(request: RetrievalRequested) -> str:
-    """What is embedded for a request: the prompt, with the domain and mentioned files as hints."""
-    parts = [request.prompt.strip()]
-    if request.domain:
-        parts.append(f"domain: {request.domain}")
-    if request.mentioned_files:
-        parts.append("files: " + ", ".join(request.mentioned_files[:10]))
-    return "\n".join(p for p in parts if p)
-
-
-def window_notices(embedder: Embedder, text: str) -> tuple[str, ...]:
-    """A notice when ``text`` is longer than the embedding model reads (it is embedded truncated).
-
-    Tokens are counted on what the embedder reads at most (``core.bounds.embed_chars``), not on all of a long text.
-    """
-    if len(text) <= embedder.max_tokens:  # a token is at least one character: cannot be over
-        return ()
-    read = prefix(text, embed_chars(embedder.max_tokens))
-    tokens = embedder.count_tokens(read)
-    if tokens <= embedder.max_tokens:
-        return ()
-    more = "more than " if len(read) < len(text) else ""
-    keyword = "all of it" if len(text) <= QUERY_TERMS_CHARS else f"the first {QUERY_TERMS_CHARS:,} characters"
-    return (
-        f"prompt_truncated: the prompt has {more}{tokens} tokens; the embedding reads the first {embedder.max_tokens} "
-        f"(the keyword search reads {keyword})",
-    )
 
 
 def profile_for(request: RetrievalRequested) -> ContextProfile:
@@ -132,8 +103,11 @@ class RetrieverHandler:
         task_profiles: Mapping[TaskType, TaskTypeProfile] = TASK_TYPE_PROFILES,
         floor: FloorPolicy | None = None,
         skip_meta_prompts: bool = False,
+        query_batch: int = 4,
     ) -> None:
+        """``query_batch``: the most queries embedded in one model call ahead of their requests (``prepare``)."""
         self._mode = mode
+        self._query_batch = max(1, query_batch)
         #: collapse near copies (an injected context); off for search results (see ``searching``)
         self._collapse = collapse
         self._task_profiles = task_profiles
@@ -158,6 +132,34 @@ class RetrieverHandler:
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         return [Output(self._topics.retrieval_completed, await self.complete(event))]
+
+    def _embeds(self, event: AnyEnvelope) -> str | None:
+        """The text ``complete`` will embed for an event (None: it embeds nothing for it)."""
+        request = event.payload
+        if not isinstance(request, RetrievalRequested) or not request.prompt.strip():
+            return None
+        return None if self._meta_prompt(request) is not None else query_text(request)
+
+    async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
+        """Embed the next requests' queries together (one model call, at most ``query_batch`` of them) before each
+        is searched and ranked on its own (``complete`` finds its vector remembered); how many requests that
+        covers. A lone query is left to ``complete`` (no batch, no extra thread hop)."""
+        if not isinstance(self._embedder, QueryBatcher):
+            return len(batch)
+        texts: list[str] = []
+        taken = 0
+        for event, _ in batch:
+            text = self._embeds(event)
+            if text is not None:
+                if len(texts) == self._query_batch:
+                    break
+                texts.append(text)
+            taken += 1
+        if len(texts) > 1:
+            started = time.perf_counter()
+            await asyncio.to_thread(self._embedder.embed_queries, texts)
+            self._metrics.stage.labels(SERVICE, "embed_batch").observe(time.perf_counter() - started)
+        return taken
 
     async def complete(self, event: AnyEnvelope, *, abstain: bool = True) -> Envelope[RetrievalCompleted]:
         """The completed event for a request; ``abstain=False`` skips the relevance floor and meta-prompt

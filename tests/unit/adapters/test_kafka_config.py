@@ -28,6 +28,16 @@ def test_embedded_broker_turns_idempotence_off_and_polls_fast() -> None:
     assert cfg.consumer("x", "g")["fetch_max_wait_ms"] == EMBEDDED_FETCH_MAX_WAIT_MS
 
 
+def test_background_consumers_poll_an_idle_broker_less_often() -> None:
+    embedded = KafkaClientConfig(KafkaSettings(), "127.0.0.1:1", embedded=True)
+    assert embedded.consumer("recorder", "g", background=True)["fetch_max_wait_ms"] == 100
+    cluster = KafkaClientConfig(KafkaSettings(bootstrap_servers="k:1"), "k:1", embedded=False)
+    assert cluster.consumer("recorder", "g", background=True)["fetch_max_wait_ms"] == 500
+    explicit = KafkaClientConfig(KafkaSettings(background_fetch_max_wait_ms=40), "127.0.0.1:1", embedded=True)
+    assert explicit.consumer("recorder", "g", background=True)["fetch_max_wait_ms"] == 40
+    assert explicit.consumer("retriever", "g")["fetch_max_wait_ms"] == EMBEDDED_FETCH_MAX_WAIT_MS
+
+
 def test_explicit_settings_win() -> None:
     s = KafkaSettings(bootstrap_servers="k:1", enable_idempotence=False, fetch_max_wait_ms=250, client_id_prefix="acme")
     cfg = KafkaClientConfig(s, "k:1", embedded=False)

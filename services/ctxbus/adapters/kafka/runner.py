@@ -31,12 +31,13 @@ from aiokafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeEr
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.adapters.kafka.dead_letter import DeadLetterRecord, dead_letter_for, dead_letter_forms
 from ctxbus.adapters.kafka.inflight import Sent
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
+from ctxbus.adapters.kafka.prepare import BatchPreparer, fetch_batch
 from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader, newer_schema_message
+from ctxbus.adapters.kafka.sender import DeadLetterSender, backoff_s
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.registry import default_registry
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer, UnknownSchemaId, unframe
@@ -63,6 +64,8 @@ class Output:
 
 
 Handler = Callable[[AnyEnvelope], Awaitable[Sequence[Output]]]
+
+
 #: the Kafka headers of the record whose event the handler is handling (a handler that heeds a producer's marker,
 #: such as ctxbus.memory.global_scope's, reads them here; empty outside a handler)
 RECORD_HEADERS: ContextVar[tuple[tuple[str, bytes], ...]] = ContextVar("ctxbus_record_headers", default=())
@@ -110,8 +113,11 @@ class ConsumerRunner:
         output_topics: Sequence[str] = (),
         deserializer: EventDeserializer | None = None,
         schemas: SchemaTopicReader | None = None,
+        background: bool = False,
     ) -> None:
+        """``background``: a consumer off the request path (it polls an idle broker less often)."""
         self.name = name
+        self._background = background
         self.busy = asyncio.Lock()
         self._config = config
         self._topic = topic
@@ -127,6 +133,9 @@ class ConsumerRunner:
         self._deserialize = deserializer or EventDeserializer(max_bytes=config.settings.max_record_bytes)
         #: where schema ids of newer producers are looked up before a record is called undecodable
         self._schemas = schemas
+        self._letters = DeadLetterSender(
+            publisher, dead_letter_topic, group=group_id, service=name, topic=topic, settings=settings, metrics=metrics
+        )
         self._answered = AnsweredLedger()
         self.ledger_stale = True
         self._outputs_sent = 0
@@ -171,7 +180,7 @@ class ConsumerRunner:
             log.info("ledger_refreshed", service=self.name, answered=len(self._answered))
 
     async def run(self, stop: asyncio.Event) -> None:
-        consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group))
+        consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group, background=self._background))
         consumer.subscribe([self._topic], listener=_Revoke(self))
         await consumer.start()
         self._consumer = consumer
@@ -215,29 +224,55 @@ class ConsumerRunner:
     async def _process_batch(
         self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
     ) -> None:
-        waiting = sum(len(r) for r in batch.values()) + sum(
+        waiting = sum(len(r) for r in batch.values()) + sum(  # records from the next one on
             max(0, (consumer.highwater(tp) or 0) - records[-1].offset - 1) for tp, records in batch.items()
         )
+        decoded = {tp: [await self._try_decode(msg) for msg in records] for tp, records in batch.items()}
+        flat = [event for events in decoded.values() for event in events]  # in handling order
+        index = ready = 0  # the handler prepared the events before ``ready``
         for tp, records in batch.items():
             in_flight: list[Sent] = []  # outputs sent as soon as handled; acknowledged before the commit
-            for msg in records:
+            for msg, event in zip(records, decoded[tp], strict=True):
+                if index >= ready:
+                    ready = index + await self._prepare(flat[index:], waiting)
                 waiting -= 1
                 BACKLOG.set(waiting)
-                sent = await self._process(msg)
+                sent = await self._process(msg, event)
                 if sent is not None:
                     in_flight.append(sent)
+                index += 1
             for sent in in_flight:
                 await self._settle(sent)
             await consumer.commit({tp: OffsetAndMetadata(records[-1].offset + 1, "")})
 
-    async def _process(self, msg: ConsumerRecord[bytes, bytes]) -> Sent | None:
-        """Decode, handle and send the outputs of one message (not waiting for the broker): what was sent,
-        or None when nothing was (a duplicate, a dead letter)."""
-        started = time.perf_counter()
+    async def _try_decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope | EventDecodeError:
         try:
-            event = await self._decode(msg)
+            return await self._decode(msg)
         except EventDecodeError as exc:
-            await self._dead_letter(msg, exc, attempts=1, reason=exc.reason)
+            return exc
+
+    async def _prepare(self, events: list[AnyEnvelope | EventDecodeError], waiting: int) -> int:
+        """Let a handler that prepares get ready for the next events (``waiting``: records from the first on);
+        returns how many of ``events`` to handle before asking again. Its failure is logged: each event is
+        handled anyway."""
+        if not isinstance(self._handler, BatchPreparer):
+            return len(events)
+        positions, batch = fetch_batch(events, waiting, self._answered)
+        if not batch:
+            return len(events)
+        try:
+            taken = await self._handler.prepare(batch)
+        except Exception as exc:  # an optimisation only: the events are handled (and retried) one by one
+            log.warning("prepare_failed", service=self.name, events=len(batch), error=repr(exc))
+            return 1
+        return len(events) if taken >= len(batch) else positions[max(0, taken - 1)]
+
+    async def _process(self, msg: ConsumerRecord[bytes, bytes], event: AnyEnvelope | EventDecodeError) -> Sent | None:
+        """Handle and send the outputs of one decoded message (not waiting for the broker): what was sent, or
+        None when nothing was (a duplicate, a dead letter)."""
+        started = time.perf_counter()
+        if isinstance(event, EventDecodeError):
+            await self._letters.send(msg, event, attempts=1, reason=event.reason)
             return None
         event_id = str(event.event_id)
         with structlog.contextvars.bound_contextvars(
@@ -261,7 +296,7 @@ class ConsumerRunner:
             try:  # every output is sized before any is sent
                 sent.records = [self._publisher.prepare(out.topic, out.event) for out in outputs]
             except RecordTooLarge as exc:
-                await self._dead_letter(msg, exc, attempts=1, reason="output_too_large")
+                await self._letters.send(msg, exc, attempts=1, reason="output_too_large")
                 return None
             for record in sent.records:
                 sent.track(await self._enqueue(record))
@@ -287,7 +322,7 @@ class ConsumerRunner:
                 try:
                     await self._acknowledged(record, ack)
                 except MessageSizeTooLargeError as exc:  # a broker's lower limit than ours
-                    await self._dead_letter(sent.msg, exc, attempts=1, reason="output_too_large")
+                    await self._letters.send(sent.msg, exc, attempts=1, reason="output_too_large")
                     return
                 self._metrics.produced.labels(self.name, record.topic).inc()
             self._maybe_fault_exit(len(sent.records))
@@ -305,7 +340,7 @@ class ConsumerRunner:
             raise  # the broker's limit: trying again cannot help
         except KafkaError as exc:
             log.warning("publish_failed", topic=record.topic, error=repr(exc))
-            await self._publish_with_retries(record)
+            await self._letters.publish_with_retries(record)
 
     async def _decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope:
         """The record's event; a schema id of a newer producer is looked up on the schemas topic first."""
@@ -329,11 +364,11 @@ class ConsumerRunner:
             try:
                 return await self._handler(event)
             except PoisonEvent as exc:
-                await self._dead_letter(msg, exc, attempts=attempts, reason="rejected")
+                await self._letters.send(msg, exc, attempts=attempts, reason="rejected")
                 return None
             except (RetriableError, KafkaError, ConnectionError, TimeoutError) as exc:
                 if attempts > self._settings.max_retries:
-                    await self._dead_letter(msg, exc, attempts=attempts, reason="retries_exhausted")
+                    await self._letters.send(msg, exc, attempts=attempts, reason="retries_exhausted")
                     return None
                 self._metrics.retries.labels(self.name).inc()
                 delay = self._backoff(attempts)
@@ -341,78 +376,11 @@ class ConsumerRunner:
                 await asyncio.sleep(delay)
             except Exception as exc:
                 log.exception("handler_failed", offset=msg.offset)
-                await self._dead_letter(msg, exc, attempts=attempts, reason="handler_error")
+                await self._letters.send(msg, exc, attempts=attempts, reason="handler_error")
                 return None
 
-    async def _publish_with_retries(self, record: PreparedRecord) -> None:
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                await self._publisher.send(record)
-                return
-            except MessageSizeTooLargeError:
-                raise  # the broker's limit: trying again cannot help
-            except KafkaError as exc:
-                if attempts > self._settings.max_retries:
-                    raise  # not committed: the input is redelivered after restart
-                delay = self._backoff(attempts)
-                log.warning("publish_retry", topic=record.topic, attempt=attempts, delay_s=delay, error=repr(exc))
-                await asyncio.sleep(delay)
-
-    async def _dead_letter(
-        self, msg: ConsumerRecord[bytes, bytes], error: BaseException, *, attempts: int, reason: str
-    ) -> None:
-        record = dead_letter_for(msg, group=self._group, error=error, attempts=attempts, reason=reason)
-        forms = dead_letter_forms(
-            msg,
-            record,
-            reason,
-            max_bytes=self._publisher.max_record_bytes,
-            prefix_bytes=self._settings.dead_letter_prefix_bytes,
-        )
-        letter = next(forms)
-        while True:
-            try:
-                await self._publish_with_retries(
-                    self._publisher.prepare_raw(self._dlq, letter.value, letter.key, letter.headers)
-                )
-                break
-            except (RecordTooLarge, MessageSizeTooLargeError) as exc:  # a broker with a lower limit than ours
-                smaller = next(forms, None)
-                if smaller is None:
-                    raise
-                log.warning(
-                    "dead_letter_refused", offset=msg.offset, error=repr(exc), kept_bytes=len(smaller.value or b"")
-                )
-                letter = smaller
-        if letter.truncated:
-            self._log_truncated(msg, letter)
-        self._metrics.consumed.labels(self.name, self._topic, "dead_lettered").inc()
-        self._metrics.dead_letters.labels(self.name, self._topic, reason).inc()
-        log.warning(
-            "dead_lettered",
-            topic=msg.topic,
-            partition=msg.partition,
-            offset=msg.offset,
-            reason=reason,
-            error_class=record.error_class,
-            error=record.error_message,
-        )
-
-    def _log_truncated(self, msg: ConsumerRecord[bytes, bytes], letter: DeadLetterRecord) -> None:
-        log.warning(
-            "dead_letter_truncated",
-            topic=msg.topic,
-            partition=msg.partition,
-            offset=msg.offset,
-            original_bytes=len(msg.value or b""),
-            kept_bytes=len(letter.value or b""),
-        )
-
     def _backoff(self, attempt: int) -> float:
-        base = self._settings.retry_backoff_ms * (2 ** (attempt - 1))
-        return float(min(base, self._settings.retry_backoff_max_ms)) / 1000.0
+        return backoff_s(self._settings, attempt)
 
     def _maybe_fault_exit(self, outputs: int) -> None:
         """Fault injection for crash tests: die hard after producing, before committing."""

@@ -1,0 +1,115 @@
+"""Query embeddings, batched and remembered.
+
+- :meth:`CachedQueryEmbedder.embed_queries` embeds a batch of queries with as few model calls as it can (the
+  texts not cached yet, sorted by length, in chunks of the embedder's batch size): the retriever embeds every
+  request of a fetch this way before it searches and ranks each.
+- A bounded LRU cache of query vectors keyed by the text as the model reads it (cut to the window, blanks
+  collapsed: the tokenizer splits on whitespace, so the tokens, and the vector, are the same): a prompt asked
+  again (a retry, a sub-agent, a re-sent hook) is not embedded again.
+
+Everything else (memory items, token counts) goes to the wrapped embedder untouched. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from ctxbus.ports import Embedder, Vector
+
+#: query vectors kept (384 floats each: about 3.5 MB of Python floats per 1,000)
+DEFAULT_SIZE = 2_048
+
+
+def cache_key(text: str, max_chars: int) -> str:
+    """What the model reads of a query, blanks collapsed (same key, same tokens)."""
+    from ctxbus.core.bounds import prefix  # noqa: PLC0415  (pure, small)
+
+    return " ".join(prefix(text, max_chars).split())
+
+
+class CachedQueryEmbedder:
+    """The ``Embedder`` port around another one, with batched and remembered query embeddings."""
+
+    def __init__(self, inner: Embedder, *, size: int = DEFAULT_SIZE, max_chars: int | None = None) -> None:
+        self._inner = inner
+        self._size = size
+        self._max_chars = max_chars if max_chars is not None else getattr(inner, "max_chars", 1 << 30)
+        self._vectors: OrderedDict[str, Vector] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def inner(self) -> Embedder:
+        return self._inner
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self._inner.max_tokens
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        return self._inner.embed(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return self._inner.count_tokens(text)
+
+    def _get(self, key: str) -> Vector | None:
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._vectors.move_to_end(key)
+            self.hits += 1
+            return vector
+
+    def _put(self, key: str, vector: Vector) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            self._vectors[key] = vector
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+
+    def embed_query(self, text: str) -> Vector:
+        """The query's vector (the cached one when the same text was embedded lately). Do not modify it."""
+        key = cache_key(text, self._max_chars)
+        vector = self._get(key)
+        if vector is None:
+            vector = self._inner.embed_query(text)
+            self._put(key, vector)
+        return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
+        """Every text's vector, in order: the ones not cached embedded together (one model call per chunk of
+        similar lengths), and remembered."""
+        keys = [cache_key(t, self._max_chars) for t in texts]
+        found: dict[str, Vector] = {}
+        missing: dict[str, str] = {}  # key -> a text with that key
+        for key, text in zip(keys, texts, strict=True):
+            if key in found or key in missing:
+                continue
+            vector = self._get(key)
+            if vector is None:
+                missing[key] = text
+            else:
+                found[key] = vector
+        if missing:
+            for key, vector in zip(missing, self._inner.embed(list(missing.values())), strict=True):
+                found[key] = vector
+                self._put(key, vector)
+        return [found[key] for key in keys]
+
+    def __len__(self) -> int:
+        return len(self._vectors)

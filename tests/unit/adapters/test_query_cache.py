@@ -1,0 +1,69 @@
+"""Query embeddings batched and remembered: one model call for a batch's new texts, none for a text asked again
+(blanks collapsed), the oldest forgotten beyond the size, the wrapped embedder's answers unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxbus.adapters.embedding.query_cache import CachedQueryEmbedder, cache_key
+from ctxbus.ports import QueryBatcher, Vector
+
+
+class CountingEmbedder:
+    model_id = "fake"
+    dim = 2
+    max_tokens = 256
+    max_chars = 1_000
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        self.calls.append(list(texts))
+        return [[float(len(t)), 1.0] for t in texts]
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed([text])[0]
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_a_batch_is_one_model_call_for_its_new_texts_in_order() -> None:
+    inner = CountingEmbedder()
+    cached = CachedQueryEmbedder(inner, size=10)
+    assert isinstance(cached, QueryBatcher)
+    cached.embed_query("fix login")
+    vectors = cached.embed_queries(["fix login", "add  pagination", "add pagination", "why flaky"])
+    assert inner.calls == [["fix login"], ["add  pagination", "why flaky"]]
+    assert vectors == [[9.0, 1.0], [15.0, 1.0], [15.0, 1.0], [9.0, 1.0]]
+    assert cached.embed_query("  fix\nlogin ") == [9.0, 1.0]  # same words, same tokens: remembered
+    assert len(inner.calls) == 2
+    assert cached.hits >= 2
+
+
+def test_the_cache_is_bounded_and_can_be_off() -> None:
+    inner = CountingEmbedder()
+    cached = CachedQueryEmbedder(inner, size=2)
+    for text in ("a", "b", "c", "a"):
+        cached.embed_query(text)
+    assert len(cached) == 2 and [c[0] for c in inner.calls] == ["a", "b", "c", "a"]
+    off = CachedQueryEmbedder(CountingEmbedder(), size=0)
+    off.embed_queries(["a", "a"])
+    off.embed_query("a")
+    assert len(off) == 0
+
+
+def test_key_is_what_the_model_reads() -> None:
+    assert cache_key("a  b\n c ", 1_000) == "a b c"
+    assert cache_key("word " * 100, 20) == cache_key("word " * 200, 20)
+
+
+def test_everything_else_is_the_wrapped_embedders() -> None:
+    inner = CountingEmbedder()
+    cached = CachedQueryEmbedder(inner)
+    assert (cached.model_id, cached.dim, cached.max_tokens) == ("fake", 2, 256)
+    assert cached.count_tokens("a b c") == 3
+    cached.embed(["x", "x"])
+    cached.embed(["x"])
+    assert inner.calls == [["x", "x"], ["x"]]  # memory items are never cached
