@@ -9,10 +9,10 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.bench.bus_tail import tail
 from ctxbus.contract.payloads import ContextInjected
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
 from ctxbus.contract.topics import Topics
@@ -78,20 +78,8 @@ async def watch_bus(
     config: KafkaClientConfig, topics: Topics, seen: BusWatch, ready: asyncio.Event, stop: asyncio.Event
 ) -> None:
     """Read the request and injection topics from their ends (no group) until ``stop``."""
-    consumer = AIOKafkaConsumer(**config.consumer("bench-overload-watch", None))
-    await consumer.start()
     deserialize = EventDeserializer()
-    try:
-        await consumer.topics()
-        tps = [
-            TopicPartition(t, p)
-            for t in (topics.retrieval_requested, topics.context_injected)
-            for p in sorted(consumer.partitions_for_topic(t) or ())
-        ]
-        consumer.assign(tps)
-        await consumer.seek_to_end(*tps)
-        for tp in tps:
-            await consumer.position(tp)
+    async with tail(config, "bench-overload-watch", (topics.retrieval_requested, topics.context_injected)) as consumer:
         ready.set()
         while not stop.is_set():
             batch = await consumer.getmany(timeout_ms=50)
@@ -108,8 +96,6 @@ async def watch_bus(
                         continue
                     if isinstance(event.payload, ContextInjected):
                         seen.injected.setdefault(cid, (now, event.payload.empty_reason))
-    finally:
-        await consumer.stop()
 
 
 def scrape(metrics_port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

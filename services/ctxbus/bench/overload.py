@@ -58,9 +58,11 @@ MARKER = "ctxbus-overload-fallback-marker"
 
 
 def _fallback_repo(root: Path) -> Path:
-    """A repository whose learned-pattern file marks every answer the gateway gives from it."""
+    """A repository of the benchmark's project (``.claude/ctxbus.json``: the gateway takes the project from the
+    caller's directory) whose learned-pattern file marks every answer the gateway gives from it."""
     repo = root / "overload-repo"
     (repo / ".claude").mkdir(parents=True, exist_ok=True)
+    (repo / ".claude" / "ctxbus.json").write_text(json.dumps({"project": PROJECT}))
     pattern = {
         "pattern_id": "overload-fallback",
         "domain": "general",
@@ -282,7 +284,7 @@ def run(
 ) -> dict[str, Any]:
     opts = {"duration": duration_s, "rate": rate, "capacity": capacity, "factor": factor, "timeout_ms": timeout_ms}
     # the stack's hook settings are the client's: the gateway takes the budget the calls give it
-    with bench_stack(memories_count, CTXBUS_PROJECT=PROJECT, CTXBUS_HOOK_TIMEOUT_MS=str(timeout_ms)) as stack:
+    with bench_stack(memories_count, CTXBUS_HOOK_TIMEOUT_MS=str(timeout_ms)) as stack:
         result = asyncio.run(_drive(stack.settings.data_dir, stack.kafka, Topics(stack.settings.topic_prefix), opts))
     result["memories"] = memories_count
     return result

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.bench.bus_tail import tail
 from ctxbus.bench.corpus import prompts
 from ctxbus.bench.cpu import CpuMeter, beyond_idle, core_share, per_request
 from ctxbus.bench.stack import PROJECT, STARTUP_TIMEOUT_S, bench_stack
@@ -51,20 +50,8 @@ async def _receive(
     stop: asyncio.Event,
 ) -> None:
     """Note every completion and injection from the end of the topics on, in ``current()`` (a step's record)."""
-    consumer = AIOKafkaConsumer(**config.consumer("bench-reader", None))
-    await consumer.start()
     deserialize = EventDeserializer()
-    try:
-        await consumer.topics()
-        tps = [
-            TopicPartition(t, p)
-            for t in (topics.retrieval_completed, topics.context_injected)
-            for p in sorted(consumer.partitions_for_topic(t) or ())
-        ]
-        consumer.assign(tps)
-        await consumer.seek_to_end(*tps)
-        for tp in tps:
-            await consumer.position(tp)
+    async with tail(config, "bench-reader", (topics.retrieval_completed, topics.context_injected)) as consumer:
         ready.set()
         while not stop.is_set():
             batch = await consumer.getmany(timeout_ms=50)
@@ -78,8 +65,6 @@ async def _receive(
                         seen.completed_at[cid] = event.emitted_at.timestamp()
                     elif isinstance(event.payload, ContextInjected):
                         seen.injected.setdefault(cid, (now, event.emitted_at.timestamp(), event.payload))
-    finally:
-        await consumer.stop()
 
 
 def _request(i: int, domain: str, prompt: str) -> Envelope[RetrievalRequested]:
