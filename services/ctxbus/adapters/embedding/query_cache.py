@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from ctxbus.core.bounds import prefix
 from ctxbus.ports import Embedder, Vector
 
 #: query vectors kept (384 floats each: about 3.5 MB of Python floats per 1,000)
@@ -24,8 +25,6 @@ DEFAULT_SIZE = 2_048
 
 def cache_key(text: str, max_chars: int) -> str:
     """What the model reads of a query, blanks collapsed (same key, same tokens)."""
-    from ctxbus.core.bounds import prefix  # noqa: PLC0415  (pure, small)
-
     return " ".join(prefix(text, max_chars).split())
 
 
