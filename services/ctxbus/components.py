@@ -56,7 +56,9 @@ def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
         return QdrantServerStore.connect(settings.qdrant, model_id=embedder.model_id, dim=embedder.dim)
     from ctxbus.adapters.store_edge import EdgeVectorStore  # noqa: PLC0415
 
-    return EdgeVectorStore(settings.store_dir, model_id=embedder.model_id, dim=embedder.dim)
+    return EdgeVectorStore(
+        settings.store_dir, model_id=embedder.model_id, dim=embedder.dim, item_cache=settings.qdrant.item_cache
+    )
 
 
 def ranking_weights(settings: Settings) -> RankingWeights:

@@ -74,6 +74,8 @@ class QdrantSettings(BaseSettings):
     api_key: SecretStr | None = None
     collection: str = "ctxbus_memory"
     timeout_s: float = Field(default=5.0, gt=0)
+    #: parsed items (with their vectors) the embedded store keeps for searches; 0 turns it off
+    item_cache: int = Field(default=10_000, ge=0, le=10_000_000)
 
 
 class EmbedderSettings(BaseSettings):

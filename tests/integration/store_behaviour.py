@@ -13,7 +13,7 @@ import pytest
 
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.memory.ingest import ingest
-from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem, MemoryKind, Outcome
+from ctxbus.memory.model import GLOBAL_PROJECT, Feedback, MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchMode, SearchQuery, VectorStore
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
@@ -122,6 +122,31 @@ class StoreBehaviour:
         assert filled.delete("acme", []) == 0
         assert (filled.count(), filled.count("acme"), filled.count("nobody")) == (5, 3, 0)
         assert "reset" not in ids(filled, embedder, "password reset", "acme")
+
+    def test_searches_see_every_write_at_once(self, filled: VectorStore, embedder: OnnxMiniLmEmbedder) -> None:
+        """A search right after a feedback change, a replacement or a deletion returns the written state (an
+        adapter that keeps parsed items must forget the ones it wrote), in every mode and through ``get``."""
+
+        def found(text: str, mode: SearchMode = SearchMode.HYBRID) -> dict[str, MemoryItem]:
+            query = SearchQuery(vector=embedder.embed_query(text), project="acme", text=text, mode=mode, limit=20)
+            return {hit.item.id: hit.item for hit in filled.search(query)}
+
+        modes = (SearchMode.HYBRID, SearchMode.DENSE, SearchMode.SPARSE)
+        for mode in modes:  # seen once: kept by an adapter that keeps items
+            assert found("password reset refresh tokens", mode)["reset"] == CORPUS[0]
+        learned = Feedback(uses=4, successes=3, failures=1)
+        assert filled.set_feedback("acme", {"reset": learned}) == 1
+        for mode in modes:
+            assert found("password reset refresh tokens", mode)["reset"].feedback == learned
+        assert filled.get("acme", ["reset"])[0].feedback == learned
+        newer = CORPUS[0].model_copy(update={"content": "Password reset revokes refresh tokens and sessions"})
+        ingest([newer], embedder, filled)
+        for mode in modes:
+            assert found("password reset refresh tokens", mode)["reset"].content == newer.content
+        assert filled.delete("acme", ["reset"]) == 1
+        for mode in modes:
+            assert "reset" not in found("password reset refresh tokens", mode)
+        assert filled.get("acme", ["reset"]) == []
 
     def test_exact_text_filter_and_cluster_ids_round_trip(
         self, store: VectorStore, embedder: OnnxMiniLmEmbedder

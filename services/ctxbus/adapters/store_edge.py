@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import qdrant_edge as qe
 
+from ctxbus.adapters.store_items import ItemCache, StoredItem, hits_of, unit_vector
 from ctxbus.adapters.store_payload import (
     CONTENT_HASH,
     DENSE,
@@ -34,17 +35,13 @@ from ctxbus.adapters.store_payload import (
     SPARSE,
     STATUS,
     SUPERSEDED,
-    DenseRow,
-    FetchedRow,
     SearchScope,
-    SparseRow,
     check_dim,
     check_model,
     check_vectors,
     chunks,
     combine,
     dense_of,
-    hybrid_hits,
     item_payload,
     item_sparse,
     model_record,
@@ -63,6 +60,8 @@ SHARD_DIR = "shard"
 ENGINE = "qdrant-edge"
 #: points per update operation (bounds the memory of one WAL record)
 UPSERT_CHUNK = 512
+#: parsed items a store keeps by default (about 5 KB each with its vector)
+ITEM_CACHE = 10_000
 
 
 def _busy(path: Path, owner: str) -> StoreBusy:
@@ -117,8 +116,11 @@ def _scope_filter(scope: SearchScope) -> qe.Filter:
 class EdgeVectorStore:
     """Memory items and their dense vectors in a Qdrant Edge shard under ``path`` (owned by this process)."""
 
-    def __init__(self, path: Path | str, *, model_id: str, dim: int) -> None:
+    def __init__(self, path: Path | str, *, model_id: str, dim: int, item_cache: int = ITEM_CACHE) -> None:
+        """``item_cache``: how many parsed items (with their vectors) searches keep (0: none; see
+        :mod:`ctxbus.adapters.store_items`)."""
         self._path = Path(path)
+        self._items = ItemCache(item_cache)
         self._model_id = model_id
         self._dim = dim
         make_private_dirs(self._path)
@@ -209,8 +211,11 @@ class EdgeVectorStore:
             qe.Point(id=item.point_id, vector=self._vectors(item, vector), payload=item_payload(item))
             for item, vector in zip(items, vectors, strict=True)
         ]
-        for chunk in chunks(points, UPSERT_CHUNK):
-            self._open.update(qe.UpdateOperation.upsert_points(list(chunk)))
+        try:
+            for chunk in chunks(points, UPSERT_CHUNK):
+                self._open.update(qe.UpdateOperation.upsert_points(list(chunk)))
+        finally:
+            self._items.invalidate(str(p.id) for p in points)
 
     @staticmethod
     def _vectors(item: MemoryItem, vector: Vector) -> dict[str, Any]:
@@ -227,17 +232,17 @@ class EdgeVectorStore:
         check_dim(query.vector, self._dim)
         mode = search_mode(query)
         flt = _scope_filter(search_scope(query))
-        dense_rows: list[DenseRow] = []
-        sparse_rows: list[SparseRow] = []
+        dense_rows: list[tuple[str, float]] = []
+        sparse_rows: list[tuple[str, float]] = []
         if mode is not SearchMode.SPARSE:
             request = qe.QueryRequest(
                 limit=query.limit,
                 query=qe.Query.Nearest(list(query.vector), using=DENSE),
                 filter=flt,
-                with_payload=True,
+                with_payload=False,
                 with_vector=False,
             )
-            dense_rows = [(str(p.id), float(p.score), p.payload) for p in self._open.query(request)]
+            dense_rows = [(str(p.id), float(p.score)) for p in self._open.query(request)]
         if mode is not SearchMode.DENSE:
             terms = query_vector(query.text)
             request = qe.QueryRequest(
@@ -250,24 +255,31 @@ class EdgeVectorStore:
                 with_vector=False,
             )
             sparse_rows = [(str(p.id), float(p.score)) for p in self._open.query(request)]
-        dense, sparse = hybrid_hits(query.vector, dense_rows, sparse_rows, self._fetch)
+        stored = self._stored([pid for pid, _ in dense_rows] + [pid for pid, _ in sparse_rows])
+        dense, sparse = hits_of(query.vector, dense_rows, sparse_rows, stored)
         return combine(mode, dense, sparse, query.limit)
 
-    def _fetch(self, point_ids: list[str]) -> list[FetchedRow]:
-        ids = list[int | uuid.UUID | str](point_ids)
-        return [
-            (str(r.id), r.payload, dense_of(r.vector))
-            for r in self._open.retrieve(ids, with_payload=True, with_vector=[DENSE])
-        ]
+    def _stored(self, point_ids: Sequence[str]) -> dict[str, StoredItem]:
+        """The stored items of ``point_ids`` (missing ones left out): from the cache, the rest fetched (payload
+        and dense vector) in one call and kept."""
+        wanted = list(dict.fromkeys(point_ids))
+        found = self._items.get(wanted)
+        missing = [pid for pid in wanted if pid not in found]
+        if missing:
+            generation = self._items.generation()
+            records = self._open.retrieve(list[int | uuid.UUID | str](missing), with_payload=True, with_vector=[DENSE])
+            fetched = {str(r.id): StoredItem(payload_item(r.payload), unit_vector(dense_of(r.vector))) for r in records}
+            self._items.put(fetched, generation)
+            found.update(fetched)
+        return found
 
     def get(self, project: str, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The stored items among ``item_ids`` of ``project``, in the order asked (missing ones left out)."""
         wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
         if not wanted:
             return []
-        records = self._open.retrieve(list(wanted), with_payload=True, with_vector=False)
-        found = {str(r.id): payload_item(r.payload) for r in records}
-        return [found[p] for p in wanted if p in found]
+        found = self._stored(wanted)
+        return [found[p].item for p in wanted if p in found]
 
     def delete(self, project: str, item_ids: Sequence[str]) -> int:
         """Delete items of ``project``; returns how many existed."""
@@ -276,7 +288,10 @@ class EdgeVectorStore:
             return 0
         present = [str(r.id) for r in self._open.retrieve(list(wanted), with_payload=False, with_vector=False)]
         if present:
-            self._open.update(qe.UpdateOperation.delete_points(list(present)))
+            try:
+                self._open.update(qe.UpdateOperation.delete_points(list(present)))
+            finally:
+                self._items.invalidate(present)
         return len(present)
 
     def set_feedback(self, project: str, feedback: Mapping[str, Feedback]) -> int:
@@ -285,8 +300,11 @@ class EdgeVectorStore:
         if not wanted:
             return 0
         present = [str(r.id) for r in self._open.retrieve(list(wanted), with_payload=False, with_vector=False)]
-        for pid in present:
-            self._open.update(qe.UpdateOperation.set_payload([pid], {FEEDBACK: wanted[pid].model_dump()}))
+        try:
+            for pid in present:
+                self._open.update(qe.UpdateOperation.set_payload([pid], {FEEDBACK: wanted[pid].model_dump()}))
+        finally:
+            self._items.invalidate(present)
         return len(present)
 
     def count(self, project: str | None = None) -> int:
@@ -299,6 +317,7 @@ class EdgeVectorStore:
     def close(self) -> None:
         """Flush to disk, close the shard and give up ownership. Closing twice is harmless."""
         shard, self._shard = self._shard, None
+        self._items.invalidate()
         try:
             if shard is not None:
                 shard.flush()
