@@ -120,7 +120,8 @@ def learned_usage(item: MemoryItem) -> int:
 
 def with_learning(item: MemoryItem) -> MemoryItem:
     """The item as ranking and injection see it: learned conviction, success rate and usage."""
-    if item.feedback == Feedback():
+    fb = item.feedback
+    if not (fb.uses or fb.successes or fb.partials or fb.failures):  # nothing learned (no model built to compare)
         return item
     return item.model_copy(
         update={

@@ -26,6 +26,7 @@ import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ctxbus.core.bounds import MAX_QUERY_TERMS, QUERY_TERMS_CHARS, prefix
 
@@ -264,5 +265,10 @@ def document_vector(text: str) -> SparseVector:
 
 def query_vector(text: str) -> SparseVector:
     """A query's terms, each weighted 1 (repeats do not count twice); see the module doc for its bounds."""
-    distinct = list(dict.fromkeys(terms(prefix(text, QUERY_TERMS_CHARS))))[:MAX_QUERY_TERMS]
+    return _query_vector(prefix(text, QUERY_TERMS_CHARS))
+
+
+@lru_cache(maxsize=1024)  # a request's text is read several times (its search mode, each search); keys are bounded
+def _query_vector(text: str) -> SparseVector:
+    distinct = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
     return _vector(dict.fromkeys(_by_index(Counter(distinct)), 1.0))
