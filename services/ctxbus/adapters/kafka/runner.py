@@ -2,7 +2,8 @@
 
 - auto-commit off; a partition's offset is committed only after every output (or
   the dead letter) of the messages before it is acknowledged by the broker: the outputs
-  of a batch are sent as each message is handled, and acknowledged before one commit;
+  of a batch are sent as each message is handled; their acknowledgements and the commit
+  are awaited behind the loop, which fetches the next batch meanwhile (``committer``);
 - retriable failures are retried with exponential backoff, a bounded number of times;
 - poison (undecodable, unknown schema, invalid, oversize, or a handler that
   rejects it) goes to the dead-letter topic with the reason, and the loop goes on;
@@ -30,6 +31,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
+from ctxbus.adapters.kafka.committer import Committer, SettledBatch
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.inflight import Sent
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
@@ -86,6 +88,7 @@ class _Revoke(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         # wait for the batch in flight: its offsets are committed before the partitions go
         async with self._runner.busy:
+            await self._runner.committed()
             log.info("partitions_revoked", service=self._runner.name, partitions=[str(tp) for tp in revoked])
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
@@ -137,6 +140,7 @@ class ConsumerRunner:
             publisher, dead_letter_topic, group=group_id, service=name, topic=topic, settings=settings, metrics=metrics
         )
         self._answered = AnsweredLedger()
+        self._committer = Committer(name, self._settle, self._commit)
         self.ledger_stale = True
         self._outputs_sent = 0
         self._consumer: AIOKafkaConsumer | None = None
@@ -170,6 +174,16 @@ class ConsumerRunner:
             log.warning("broker_probe_failed", service=self.name, error=repr(exc))
             return
         self._broker_seen = time.monotonic()
+
+    async def _commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        consumer = self._consumer
+        if consumer is None:
+            raise RuntimeError(f"{self.name}: the consumer stopped before its offsets were committed")
+        await consumer.commit(offsets)
+
+    async def committed(self) -> None:
+        """Wait until every batch handled so far has its outputs acknowledged and its offsets committed."""
+        await self._committer.drain()
 
     async def refresh_ledger(self) -> None:
         """Add the causes on the tail of the output topics to the answered ledger."""
@@ -206,7 +220,10 @@ class ConsumerRunner:
                 await self._probe_broker(consumer)
         finally:
             async with self.busy:
-                await consumer.stop()
+                try:
+                    await self._committer.close()  # the batches in flight are committed before the consumer goes
+                finally:
+                    await consumer.stop()
             self._consumer = None
             log.info("service_stopped", service=self.name)
 
@@ -230,8 +247,8 @@ class ConsumerRunner:
         decoded = {tp: [await self._try_decode(msg) for msg in records] for tp, records in batch.items()}
         flat = [event for events in decoded.values() for event in events]  # in handling order
         index = ready = 0  # the handler prepared the events before ``ready``
+        in_flight: list[Sent] = []  # outputs sent as soon as handled; acknowledged before the commit
         for tp, records in batch.items():
-            in_flight: list[Sent] = []  # outputs sent as soon as handled; acknowledged before the commit
             for msg, event in zip(records, decoded[tp], strict=True):
                 if index >= ready:
                     ready = index + await self._prepare(flat[index:], waiting)
@@ -241,9 +258,9 @@ class ConsumerRunner:
                 if sent is not None:
                     in_flight.append(sent)
                 index += 1
-            for sent in in_flight:
-                await self._settle(sent)
-            await consumer.commit({tp: OffsetAndMetadata(records[-1].offset + 1, "")})
+        # settled and committed behind the loop, which fetches the next batch meanwhile (see committer)
+        offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
+        await self._committer.submit(SettledBatch(in_flight, offsets))
 
     async def _try_decode(self, msg: ConsumerRecord[bytes, bytes]) -> AnyEnvelope | EventDecodeError:
         try:
