@@ -16,9 +16,17 @@ bugfix    insight, episodic       debugging, testing, edge-cases   yes     0
 refactor  knowledge, belief       architecture, patterns,          no      3
                                   clean-code
 review    belief, instruction     security, testing, standards     no      0
-explore   episodic, knowledge     architecture, documentation      yes     0
+explore   knowledge (seed: also   architecture, documentation      yes     0
+          episodic, see below)
 general   (none: neutral)         (none)                           no      all
 ========  ======================  ==============================  ======  ========
+
+``explore`` leaves out seed 001's episodic memory type. An exploration asks how the system is and works
+now; what describes that is knowledge (the decisions that shaped it, where its code is). Past sessions'
+learnings record how something was changed and what that taught, which a task that changes the code
+needs (bugfix wants them) and a reader of it much less: wanted by kind, a session's learning about a
+neighbouring change came before the decision or pattern that answers the question. The seed's "recent
+first" stays (``prioritize_recent``), so recent items still come first among equally relevant ones.
 
 What a profile does, every part written to the item's breakdown:
 
@@ -223,12 +231,12 @@ TASK_TYPE_PROFILES: dict[TaskType, TaskTypeProfile] = {
         ),
         TaskTypeProfile(
             _T.EXPLORE,
-            ("episodic", "knowledge"),
+            ("knowledge",),  # not the seed's episodic: see the module docstring
             ("architecture", "documentation"),
             include_warnings=False,
             prioritize_recent=True,
             examples=0,
-            description="understanding the code: decisions, references, past sessions, recent first",
+            description="understanding the code as it is: decisions and code references, recent first",
         ),
         TaskTypeProfile(_T.GENERAL, description="no task: nothing preferred"),
     )

@@ -63,7 +63,7 @@ def test_seed_001s_profiles_translated_to_ctxbus_kinds() -> None:
     assert wanted[TaskType.BUGFIX] == {K.LEARNING, K.WARNING, K.ATTEMPT}
     assert wanted[TaskType.REFACTOR] == {K.DECISION, K.CODE_REF, K.PRINCIPLE, K.WARNING}
     assert wanted[TaskType.REVIEW] == {K.PRINCIPLE, K.CONVENTION, K.WARNING}
-    assert wanted[TaskType.EXPLORE] == {K.LEARNING, K.ATTEMPT, K.DECISION, K.CODE_REF}  # no warnings
+    assert wanted[TaskType.EXPLORE] == {K.DECISION, K.CODE_REF}  # no warnings, no past sessions
     recent = {t for t in TaskType if TASK_TYPE_PROFILES[t].prioritize_recent}
     assert recent == {TaskType.BUGFIX, TaskType.EXPLORE}
     examples = {t: TASK_TYPE_PROFILES[t].examples for t in TaskType}
@@ -93,7 +93,8 @@ def test_warnings_are_wanted_as_the_profile_says_and_categories_come_from_labels
     belief = item("belief", "principle", tags=("avoid",))
     feature, explore = TASK_TYPE_PROFILES[TaskType.FEATURE], TASK_TYPE_PROFILES[TaskType.EXPLORE]
     assert feature.wants(failed) and feature.wants(belief) and not feature.wants(worked)
-    assert explore.wants(worked) and not explore.wants(failed) and not explore.wants(belief)
+    assert not explore.wants(worked) and not explore.wants(failed) and not explore.wants(belief)
+    assert explore.wants(item("adr", "decision"))
     review = TASK_TYPE_PROFILES[TaskType.REVIEW]
     assert review.in_category(item("s", "pattern", domains=("security",)))
     assert review.in_category(item("t", "pattern", tags=("tests",)))
@@ -128,6 +129,19 @@ def test_the_factor_is_in_the_breakdown_and_explains_the_score() -> None:
     assert ranked.score == b["total"] == pytest.approx(0.5 * b["task_factor"])
     untouched = apply([hit(fresh, 0.5)], TaskType.GENERAL)[0]
     assert untouched.score == 0.5 and "task_factor" not in untouched.breakdown
+
+
+def test_explore_wants_what_describes_the_system_not_past_sessions() -> None:
+    """An exploration asks how the system is: a decision or code reference comes before a past session's
+    learning of the same relevance, and a recent learning is not lifted over a more relevant pattern."""
+    decision = hit(item("b-decision", "decision", days_old=400), 0.70)
+    worked = hit(item("a-worked", "learning", days_old=400, outcome=Outcome.SUCCESSFUL), 0.70)
+    assert order(apply([worked, decision], TaskType.EXPLORE)) == ["b-decision", "a-worked"]
+    pattern = hit(item("pattern", "pattern", days_old=400), 0.90)
+    recent = hit(item("recent", "learning", days_old=1, outcome=Outcome.SUCCESSFUL), 0.80)
+    assert order(apply([pattern, recent], TaskType.EXPLORE)) == ["pattern", "recent"]
+    # bug fixes still want past sessions: the same learning comes first there
+    assert order(apply([pattern, recent], TaskType.BUGFIX)) == ["recent", "pattern"]
 
 
 def test_recent_items_come_first_for_bugfix_not_for_feature() -> None:
