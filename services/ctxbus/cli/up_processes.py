@@ -113,8 +113,8 @@ class ServiceProcess:
             if not self._budget.allow(time.monotonic()):
                 self._give_up(
                     stop,
-                    f"the {self.name} process exited with code {exit_code}, its "
-                    f"{self._budget.limit + 1}th exit within {self._budget.window_s:g} s",
+                    f"the {self.name} process exited with code {exit_code}: "
+                    f"{self._budget.limit + 1} exits within {self._budget.window_s:g} s",
                 )
                 return
             log.error(
