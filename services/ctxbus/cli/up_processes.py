@@ -35,6 +35,8 @@ log = structlog.get_logger("ctxbus.up")
 
 #: how long past the services' shutdown grace a stopping child may take before it is killed
 STOP_MARGIN_S = 20.0
+#: how long after a child's exit it is started again
+RESTART_DELAY_S = 1.0
 
 
 def ready_line(pid: int, metrics_port: int) -> bytes:
@@ -125,6 +127,8 @@ class ServiceProcess:
                 restarts=self._budget.used,
                 restart_limit=self._budget.limit,
             )
+            with contextlib.suppress(TimeoutError):  # a moment before the restart, unless up stops meanwhile
+                await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
 
     def _give_up(self, stop: asyncio.Event, reason: str) -> None:
         self.failure = f"{reason}; stopping the stack (see the log above)"
