@@ -28,6 +28,7 @@ from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.cli.up_processes import ServiceProcess
+from ctxbus.components import open_embedder, open_store
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
@@ -354,3 +355,22 @@ async def test_a_child_that_keeps_dying_stops_the_stack_once_its_restarts_are_sp
     assert child.failure is not None and "exited with code -9: 2 exits within 300 s" in child.failure
     assert child.readiness() is not None
     assert all(not _alive(pid) for pid in pids)
+
+
+def test_when_up_itself_fails_its_child_is_stopped_in_order_and_not_left_behind(tmp_path: Path) -> None:
+    """The store is busy (another process owns it): up cannot run the retriever, so it stops, and its child
+    with it: SIGTERM, waited for, before the archive drains; nothing keeps running."""
+    env = _env(tmp_path / "data", free_port())
+    settings = Settings(data_dir=tmp_path / "data")
+    owner = open_store(settings, open_embedder(settings))
+    try:
+        done = _ctxbus(env, "up", timeout=UP_TIMEOUT_S)
+    finally:
+        owner.close()
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("ctxbus: error: the embedded store")
+    started = [json.loads(line) for line in done.stderr.splitlines() if '"service_process_started"' in line]
+    assert len(started) == 1
+    assert not _alive(int(started[0]["pid"])), "the child outlived up"
+    assert done.stderr.index('"service_process_stopped"') < done.stderr.index('"archive_stopped"')

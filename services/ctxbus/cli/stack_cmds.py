@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -228,7 +228,7 @@ async def _up(settings: Settings, config: KafkaClientConfig, layout: Layout, bro
     # one set of resources: the gateway serves the Python API on the retriever's embedder and store
     shared = Resources(settings=settings, metrics=metrics)
     # the child processes first: they start while this one loads the model
-    tasks = parts.supervise(stop)
+    tasks: list[Awaitable[None]] = [*parts.supervise(stop)]
     tasks.append(run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result, resources=shared))
     if layout.in_up:
         in_up = run_services(
@@ -242,6 +242,7 @@ async def _up(settings: Settings, config: KafkaClientConfig, layout: Layout, bro
         await asyncio.gather(*tasks)
     finally:
         announcer.cancel()
+        await parts.stopped(stop)
         if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
             archive_stop.set()
             try:

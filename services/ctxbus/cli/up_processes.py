@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -138,18 +139,23 @@ class ServiceProcess:
 
     async def _run_once(self, stop: asyncio.Event, on_ready: Callable[[ServiceProcess], None]) -> int | None:
         """One life of the child: its exit code when it ended by itself, None when it was stopped."""
-        proc, reader, transport = await self._start()
+        proc, pipe = await self._spawn()
         exited = asyncio.create_task(proc.wait())
         stopping = asyncio.create_task(stop.wait())
-        readiness: asyncio.Task[bytes] | None = asyncio.create_task(reader.readline())
-        try:
+        readiness: asyncio.Task[bytes] | None = None
+        transport: asyncio.BaseTransport | None = None
+        try:  # from here on, whatever happens (up failing included), the child is not left behind
+            reader = asyncio.StreamReader()
+            transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), pipe
+            )
+            readiness = asyncio.create_task(reader.readline())
             while True:
                 waiting = {exited, stopping} | ({readiness} if readiness is not None else set())
                 done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if readiness is not None and readiness in done:
                     ready = parse_ready(readiness.result())
                     readiness = None
-                    transport.close()
                     if ready is not None:
                         self.pid, self.metrics_port = ready
                         self.ready = self._ever_ready = True
@@ -162,16 +168,24 @@ class ServiceProcess:
                 if exited in done:
                     return exited.result()
         finally:
-            for task in (exited, stopping, readiness):
+            for task in (stopping, readiness):
                 if task is not None and not task.done():
                     task.cancel()
-            transport.close()
-            if proc.returncode is None:  # cancelled: never leave the child behind
+            if transport is not None:
+                transport.close()
+            else:
+                pipe.close()
+            if proc.returncode is None:  # cancelled (up failed): never leave the child behind, and reap it
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
+                with contextlib.suppress(TimeoutError):  # not ``exited``: a stack shutting down cancels it too
+                    await asyncio.wait_for(proc.wait(), 5.0)
+            exited.cancel()
 
-    async def _start(self) -> tuple[asyncio.subprocess.Process, asyncio.StreamReader, asyncio.BaseTransport]:
+    async def _spawn(self) -> tuple[asyncio.subprocess.Process, io.FileIO]:
+        """The child, started, and the read end of its readiness pipe."""
         read_fd, write_fd = os.pipe()
+        pipe = io.FileIO(read_fd, "rb")
         try:
             # from the loop's (main) thread: the parent-death signal lasts as long as this process
             proc = await asyncio.create_subprocess_exec(
@@ -181,18 +195,14 @@ class ServiceProcess:
                 start_new_session=True,
                 preexec_fn=lifeline(signal.SIGKILL),  # one prctl and a getppid: async-signal-safe
             )
-        except BaseException:
-            os.close(read_fd)
+        except BaseException:  # asyncio kills and reaps a child it started when this is cancelled
+            pipe.close()
             raise
         finally:
             os.close(write_fd)  # the child holds it: EOF here once the child has written or died
         log.info("service_process_started", process=self.name, pid=proc.pid, services=list(self.services))
         self._problem = "starting"
-        reader = asyncio.StreamReader()
-        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
-        )
-        return proc, reader, transport
+        return proc, pipe
 
     async def _terminate(self, proc: asyncio.subprocess.Process, exited: asyncio.Task[int]) -> None:
         self.ready, self._problem = False, "stopping"
@@ -223,6 +233,7 @@ class StackParts:
         if not self._waiting:
             self.ready.set()
         self.on_change: Callable[[], None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     def mark(self, part: str) -> None:
         """``part`` (``up`` or a child's name) is ready."""
@@ -232,8 +243,15 @@ class StackParts:
         if self.on_change is not None:
             self.on_change()
 
-    def supervise(self, stop: asyncio.Event) -> list[Coroutine[Any, Any, None]]:
-        return [child.run(stop, on_ready=lambda c: self.mark(c.name)) for child in self.children]
+    def supervise(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+        """Start the children (until ``stop``) in tasks."""
+        self._tasks = [asyncio.create_task(c.run(stop, on_ready=lambda c: self.mark(c.name))) for c in self.children]
+        return list(self._tasks)
+
+    async def stopped(self, stop: asyncio.Event) -> None:
+        """Set ``stop`` (a part of ``up`` that failed stops the children too) and wait until they have stopped."""
+        stop.set()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     @property
     def services(self) -> tuple[str, ...]:
