@@ -6,8 +6,9 @@ import contextlib
 import json
 import os
 import signal
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.private_dir import make_private_dirs
@@ -29,12 +30,21 @@ class RuntimeInfo:
     started_at: str
     #: the embedded broker's process (None: a cluster, or a file written before ctxbus recorded it)
     broker_pid: int | None = None
+    #: child processes running some of the services (``CTXBUS_UP_PROCESSES``): services, pid, metrics port
+    service_processes: list[dict[str, Any]] = field(default_factory=list)
 
     def write(self, path: Path) -> None:
         make_private_dirs(path.parent)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self), indent=2))
         tmp.replace(path)
+
+
+def metrics_ports(runtime: dict[str, Any]) -> list[int]:
+    """Every ``/metrics`` port of a running stack, from its runtime file's content: ``up``'s own (the gateway,
+    the retriever and whatever services run in ``up``) and its child processes' (``service_processes``)."""
+    ports = [int(runtime["metrics_port"])]
+    return ports + [int(p["metrics_port"]) for p in runtime.get("service_processes") or () if p.get("metrics_port")]
 
 
 def _alive(pid: int) -> bool:

@@ -293,6 +293,8 @@ class Settings(BaseSettings):
     topic_prefix: str = "ctxbus"
     log_level: str = "INFO"
     log_format: str = "json"
+    #: processes ``ctxbus up`` runs its services in (1: all in one; unset: 2 with two cores or more)
+    up_processes: int | None = Field(default=None, ge=1, le=3)
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)

@@ -98,14 +98,18 @@ async def watch_bus(
                         seen.injected.setdefault(cid, (now, event.payload.empty_reason))
 
 
-def scrape(metrics_port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    """The stack's /metrics: metric sample name -> sorted labels -> value."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
+def scrape(*metrics_ports: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """The stack's /metrics: metric sample name -> sorted labels -> value, summed over its processes' ports
+    (``up`` and the child processes it runs services in: each service's samples come from one of them)."""
     out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    for port in metrics_ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples = out.setdefault(sample.name, {})
+                key = tuple(sorted(sample.labels.items()))
+                samples[key] = samples.get(key, 0.0) + sample.value
     return out
 
 

@@ -45,6 +45,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED
 from ctxbus.hooks.client import FALLBACK_RESERVE_S
 from ctxbus.hooks.wire import read_secret
+from ctxbus.runtime import metrics_ports
 
 #: requests in the capacity burst, and how long it may take (what is not served by then expires)
 CAPACITY_REQUESTS = 300
@@ -115,9 +116,9 @@ def _hook_body(i: int, prompt: str, repo: Path) -> bytes:
     return json.dumps(hook_input).encode()
 
 
-async def _sample_lag(metrics_port: int, stop: asyncio.Event, peaks: dict[str, float]) -> None:
+async def _sample_lag(metrics_ports: list[int], stop: asyncio.Event, peaks: dict[str, float]) -> None:
     while not stop.is_set():
-        scraped = await asyncio.to_thread(scrape, metrics_port)
+        scraped = await asyncio.to_thread(scrape, *metrics_ports)
         for service in ("retriever", "injector"):
             peaks[service] = max(peaks.get(service, 0.0), lag_of(scraped, service))
         await asyncio.sleep(1.0)
@@ -125,7 +126,7 @@ async def _sample_lag(metrics_port: int, stop: asyncio.Event, peaks: dict[str, f
 
 async def _drive(stack_data: Path, config: KafkaClientConfig, topics: Topics, opts: dict[str, Any]) -> dict[str, Any]:
     runtime = json.loads((stack_data / "runtime.json").read_text())
-    gateway_port, metrics_port = int(runtime["gateway_port"]), int(runtime["metrics_port"])
+    gateway_port, ports = int(runtime["gateway_port"]), metrics_ports(runtime)
     secret = read_secret({}, str(stack_data))
     if secret is None:
         raise RuntimeError(f"the stack left no gateway secret under {stack_data}")
@@ -140,7 +141,7 @@ async def _drive(stack_data: Path, config: KafkaClientConfig, topics: Topics, op
         if capacity <= 0:
             raise RuntimeError("the pipeline answered nothing while measuring its capacity")
     rate = opts["rate"] or opts["factor"] * capacity
-    before = await asyncio.to_thread(scrape, metrics_port)
+    before = await asyncio.to_thread(scrape, *ports)
     seen.requested.clear()
     seen.injected.clear()
 
@@ -150,7 +151,7 @@ async def _drive(stack_data: Path, config: KafkaClientConfig, topics: Topics, op
     work = prompts(total)
     lag_peaks: dict[str, float] = {}
     lag_stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample_lag(metrics_port, lag_stop, lag_peaks))
+    sampler = asyncio.create_task(_sample_lag(ports, lag_stop, lag_peaks))
     calls: list[asyncio.Task[HookCall]] = []
     load_started = time.monotonic()
     for i, (_domain, prompt) in enumerate(work):
@@ -172,7 +173,7 @@ async def _drive(stack_data: Path, config: KafkaClientConfig, topics: Topics, op
         await asyncio.sleep(0.05)
     lag_stop.set()
     await sampler
-    after = await asyncio.to_thread(scrape, metrics_port)
+    after = await asyncio.to_thread(scrape, *ports)
     stop.set()
     await watcher
     return _figures(

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
@@ -220,11 +221,27 @@ def cpu_report(seen: Observed, idle: CpuMeter | None, busy: CpuMeter) -> dict[st
 
 
 def stack_pids(stack_pid: int) -> dict[str, int]:
-    """The stack (``ctxbus up``: every service and the gateway), its broker, and this benchmark client."""
+    """The stack (``ctxbus up``: the gateway and the services it runs itself), its broker, the child process(es)
+    it runs services in (``child``: the injector and recorder, with ``CTXBUS_UP_PROCESSES`` 2 or more), and this
+    benchmark client."""
     pids = {"stack": stack_pid, "client": os.getpid()}
-    for i, child in enumerate(child_pids(stack_pid)):
-        pids["broker" if i == 0 else f"broker{i}"] = child
+    brokers = children = 0
+    for pid in child_pids(stack_pid):
+        if is_service_child(pid):
+            pids["child" if children == 0 else f"child{children}"] = pid
+            children += 1
+        else:
+            pids["broker" if brokers == 0 else f"broker{brokers}"] = pid
+            brokers += 1
     return pids
+
+
+def is_service_child(pid: int) -> bool:
+    """Whether a child of ``ctxbus up`` is one of its service processes (else: its embedded broker)."""
+    try:
+        return b"ctxbus.cli.up_child" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def run(memories_count: int, rate: float, duration_s: float, *, distinct: bool = False) -> dict[str, Any]:
@@ -237,7 +254,8 @@ def run(memories_count: int, rate: float, duration_s: float, *, distinct: bool =
         result.update(cpu_report(step.seen, idle, step.busy))
         result["peak_rss_mb"] = {
             "stack": peak_rss_mb(stack.proc.pid),
-            "broker": sum(peak_rss_mb(c) or 0.0 for c in child_pids(stack.proc.pid)),
+            "broker": sum(peak_rss_mb(p) or 0.0 for n, p in pids.items() if n.startswith("broker")),
+            "child": sum(peak_rss_mb(p) or 0.0 for n, p in pids.items() if n.startswith("child")),
             "bench_client": peak_rss_mb(os.getpid()),
         }
     result.update(
@@ -285,5 +303,6 @@ def print_report(result: dict[str, Any]) -> None:
     rss = result["peak_rss_mb"]
     print(
         f"  peak RSS: stack {rss['stack'] or 0:.0f} MiB, broker {rss['broker']:.0f} MiB, "
-        f"bench client {rss['bench_client'] or 0:.0f} MiB"
+        + (f"child {rss['child']:.0f} MiB, " if rss.get("child") else "")
+        + f"bench client {rss['bench_client'] or 0:.0f} MiB"
     )

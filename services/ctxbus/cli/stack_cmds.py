@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,9 @@ from ctxbus.cli import adversarial_cmds, chaos_cmds, footprint_cmds, overload_cm
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import unreachable
 from ctxbus.cli.pipeline_cmds import cmd_bench, pipeline_args
+from ctxbus.cli.up_processes import StackParts, cpus
 from ctxbus.contract.topics import Topics
+from ctxbus.core.process_layout import MAX_PROCESSES, Layout, auto_processes, split
 from ctxbus.gateway.http import ListenError
 from ctxbus.gateway.secret_file import SecretFileError, gateway_secret
 from ctxbus.hooks import ensure_bytecode
@@ -45,6 +47,14 @@ METRICS_OFFSET = {name: i for i, name in enumerate((*SERVICES, "gateway"))}
 def register(sub: Any) -> None:
     up = sub.add_parser("up", help="start the whole pipeline (embedded broker unless a cluster is configured)")
     up.add_argument("--no-services", action="store_true", help="start only the broker and the topics")
+    up.add_argument(
+        "--processes",
+        type=int,
+        choices=range(1, MAX_PROCESSES + 1),
+        metavar="N",
+        help="processes to run the services in (1: all in one; 2: the injector and recorder in a child; "
+        "3: each in its own); default CTXBUS_UP_PROCESSES, else 2 with two cores or more",
+    )
     up.set_defaults(handler=cmd_up)
     run = sub.add_parser("run", help="run one service against the configured or running broker")
     run.add_argument("service", choices=(*SERVICES, "gateway"))
@@ -101,7 +111,7 @@ def register(sub: Any) -> None:
     footprint_cmds.register_bench(bsub)
 
 
-def _install_signals(stop: asyncio.Event) -> None:
+def install_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -142,12 +152,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         config = KafkaClientConfig(settings.kafka, broker.bootstrap_servers, embedded=True)
     else:
         config = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=False)
+    processes = args.processes or settings.up_processes or auto_processes(cpus())
     try:
         return asyncio.run(
             _up(
                 settings,
                 config,
-                services=() if args.no_services else SERVICES,
+                split(() if args.no_services else SERVICES, processes),
                 broker_pid=broker.pid if broker else None,
             )
         )
@@ -161,33 +172,35 @@ def cmd_up(args: argparse.Namespace) -> int:
             broker.stop()
 
 
-async def _up(
-    settings: Settings, config: KafkaClientConfig, services: tuple[str, ...], broker_pid: int | None = None
-) -> int:
+async def _up(settings: Settings, config: KafkaClientConfig, layout: Layout, broker_pid: int | None = None) -> int:
     stop = asyncio.Event()
-    _install_signals(stop)
+    install_signals(stop)
     created = await _create_topics(settings, config)
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
-    services_ready = asyncio.Event()
+    parts = StackParts(layout, settings, config, metrics.health)
     gateway_port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    if not services:
-        services_ready.set()
+    started_at = datetime.now(UTC).isoformat()
 
-    async def announce() -> None:
-        """The runtime file is the readiness signal: written once every service can answer."""
-        await services_ready.wait()
-        gateway = await gateway_port
+    def write_runtime() -> None:
         RuntimeInfo(
             pid=os.getpid(),
             bootstrap_servers=config.bootstrap_servers,
             embedded=config.embedded,
             metrics_port=port,
-            gateway_port=gateway,
+            gateway_port=gateway_port.result(),
             topic_prefix=settings.topic_prefix,
-            started_at=datetime.now(UTC).isoformat(),
+            started_at=started_at,
             broker_pid=broker_pid,
+            service_processes=parts.processes(),
         ).write(settings.runtime_file)
+
+    async def announce() -> None:
+        """The runtime file is the readiness signal: written once every service, in every process, can answer."""
+        await parts.ready.wait()
+        gateway = await gateway_port
+        write_runtime()
+        parts.on_change = write_runtime  # a restarted child: its pid and metrics port
         log.info(
             "stack_up",
             bootstrap_servers=config.bootstrap_servers,
@@ -195,12 +208,13 @@ async def _up(
             topics_created=created,
             metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
             gateway=f"http://{settings.gateway.host}:{gateway}/v1/hooks",
-            services=list(services),
+            services=list(parts.services),
+            processes={"up": list(layout.in_up), **{c.name: c.info() for c in parts.children}},
             data_dir=str(settings.data_dir),
         )
         print(
             f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, gateway :{gateway}, "
-            f"services {', '.join(services) or 'none'}",
+            f"services {parts.described()}",
             file=sys.stderr,
             flush=True,
         )
@@ -213,11 +227,14 @@ async def _up(
     announcer = asyncio.create_task(announce())
     # one set of resources: the gateway serves the Python API on the retriever's embedder and store
     shared = Resources(settings=settings, metrics=metrics)
-    tasks = [run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result, resources=shared)]
-    if services:
-        tasks.append(
-            run_services(services, settings, config, metrics, stop, resources=shared, on_ready=services_ready.set)
+    # the child processes first: they start while this one loads the model
+    tasks: list[Awaitable[None]] = [*parts.supervise(stop)]
+    tasks.append(run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result, resources=shared))
+    if layout.in_up:
+        in_up = run_services(
+            layout.in_up, settings, config, metrics, stop, resources=shared, on_ready=lambda: parts.mark("up")
         )
+        tasks.append(in_up)
     if archiver is not None:
         archiving = asyncio.create_task(archiver.run(archive_stop))
         archiving.add_done_callback(_archive_ended)
@@ -225,12 +242,16 @@ async def _up(
         await asyncio.gather(*tasks)
     finally:
         announcer.cancel()
+        await parts.stopped(stop)
         if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
             archive_stop.set()
             try:
                 await archiving
             except Exception:  # the history is not the pipeline: say so loudly, stop cleanly
                 log.exception("archive_failed", hint="the event history since the last flush may be missing")
+    failure = parts.failure()
+    if failure:
+        raise CliError(failure, 1)
     return 0
 
 
@@ -285,7 +306,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
     stop = asyncio.Event()
-    _install_signals(stop)
+    install_signals(stop)
     metrics = Metrics()
     base = settings.service.metrics_port
     port = metrics.serve(settings.service.metrics_host, base + METRICS_OFFSET[name] if base else 0)
