@@ -74,9 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        from ctxbus.cli.kafka_failures import explain  # noqa: PLC0415  (only on this path)
+        from pydantic import ValidationError  # noqa: PLC0415  (only on this path)
 
-        message = explain(exc)
+        from ctxbus.cli.kafka_failures import explain  # noqa: PLC0415
+        from ctxbus.cli.settings_errors import explain_settings  # noqa: PLC0415
+
+        message = explain_settings(exc) if isinstance(exc, ValidationError) else explain(exc)
         if message is None:
             raise
         print(f"ctxbus: error: {message}", file=sys.stderr)
