@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.payloads import MAX_PROMPT_CHARS
 
@@ -40,9 +40,6 @@ def cmd_bench_adversarial(args: argparse.Namespace) -> int:
     result = adversarial.run(
         args.memories, args.rate, args.duration, args.large_prompt, args.large_kind, args.large_every
     )
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        adversarial.print_report(result)
+    emit(args, result, adversarial.print_report)
     lost = result["normal"]["lost"] + result["large"]["sent"] - result["large"]["answered"]
     return 0 if lost == 0 and result["probes_failed"] == 0 else 1

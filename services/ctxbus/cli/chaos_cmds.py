@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 
 
@@ -26,7 +27,6 @@ def register_bench(bsub: Any) -> None:
 
 
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
-    import json  # noqa: PLC0415
 
     from ctxbus.bench import chaos, chaos_report  # noqa: PLC0415
 
@@ -38,8 +38,5 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
         result = chaos.run(args.requests, args.rate, args.kills, args.stall_s, args.memories, keep=args.keep)
     except chaos.ChaosError as exc:
         raise CliError(f"the chaos run could not be carried out: {exc}", 1) from exc
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        chaos_report.print_report(result)
+    emit(args, result, chaos_report.print_report)
     return 0 if result["ok"] else 1

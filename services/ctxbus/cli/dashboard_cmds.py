@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import configure_logging
@@ -105,7 +106,6 @@ def register_bench(bsub: Any) -> None:
 
 
 def cmd_bench_dashboard(args: argparse.Namespace) -> int:
-    import json  # noqa: PLC0415
 
     from ctxbus.bench import dashboard  # noqa: PLC0415
 
@@ -113,9 +113,6 @@ def cmd_bench_dashboard(args: argparse.Namespace) -> int:
         raise CliError("--events, --rate and --burst must be positive; --bursts and --clients not negative")
     configure_logging("WARNING")
     result = dashboard.run(args.events, args.rate, args.burst, args.bursts, args.clients)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        dashboard.print_report(result)
+    emit(args, result, dashboard.print_report)
     counted_all = result["dashboard_total"] == result["published_total"]
     return 0 if result["within_target"] and result["lost"] == 0 and counted_all else 1

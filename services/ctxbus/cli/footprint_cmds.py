@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 
 
@@ -37,8 +37,5 @@ def cmd_bench_footprint(args: argparse.Namespace) -> int:
         )
     except footprint.FootprintError as exc:
         raise CliError(f"the footprint run could not be carried out: {exc}", 1) from exc
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        footprint.print_report(result)
+    emit(args, result, footprint.print_report)
     return 0 if result["answered"] == result["sent"] else 1

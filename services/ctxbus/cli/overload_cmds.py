@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 
 
@@ -42,8 +42,5 @@ def cmd_bench_overload(args: argparse.Namespace) -> int:
         factor=args.factor,
         timeout_ms=args.timeout_ms,
     )
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        overload.print_report(result)
+    emit(args, result, overload.print_report)
     return 0 if overload.passed(result) else 1

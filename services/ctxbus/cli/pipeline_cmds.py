@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Callable
 from typing import Any
 
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 
 
@@ -44,11 +43,3 @@ def cmd_bench(args: argparse.Namespace) -> int:
     result = pipeline.run(args.memories, args.rate, args.duration, distinct=args.distinct_prompts)
     emit(args, result, pipeline.print_report)
     return 0 if result["lost"] == 0 else 1
-
-
-def emit(args: argparse.Namespace, result: dict[str, Any], report: Callable[[dict[str, Any]], None]) -> None:
-    """A benchmark's figures: JSON with ``--json``, else its report for people."""
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        report(result)

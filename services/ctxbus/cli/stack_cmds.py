@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import adversarial_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
+from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import unreachable
 from ctxbus.cli.pipeline_cmds import cmd_bench, pipeline_args
@@ -109,6 +109,13 @@ def register(sub: Any) -> None:
     chaos_cmds.register_bench(bsub)
     overload_cmds.register_bench(bsub)
     footprint_cmds.register_bench(bsub)
+
+
+def metrics_port_of(settings: Settings, service: str) -> int:
+    """The ``/metrics`` port of a process whose first service is ``service``: the base plus its offset (a base of
+    0: any free port)."""
+    base = settings.service.metrics_port
+    return base + METRICS_OFFSET[service] if base else 0
 
 
 def install_signals(stop: asyncio.Event) -> None:
@@ -308,8 +315,7 @@ async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> 
     stop = asyncio.Event()
     install_signals(stop)
     metrics = Metrics()
-    base = settings.service.metrics_port
-    port = metrics.serve(settings.service.metrics_host, base + METRICS_OFFSET[name] if base else 0)
+    port = metrics.serve(settings.service.metrics_host, metrics_port_of(settings, name))
     log.info("service_metrics", service=name, port=port)
     if name == "gateway":
         await run_gateway(settings, config, metrics, stop)
@@ -333,15 +339,6 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _emit(args: argparse.Namespace, result: dict[str, Any], report: Callable[[dict[str, Any]], None]) -> int:
-    """A benchmark's figures: JSON with ``--json``, else its report for people."""
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        report(result)
-    return 0
-
-
 def cmd_bench_hooks(args: argparse.Namespace) -> int:
     from ctxbus.bench import hooks  # noqa: PLC0415
 
@@ -349,7 +346,7 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
         raise CliError("--memories and --calls must be positive")
     ensure_bytecode()
     result = hooks.run(args.memories, args.calls)
-    _emit(args, result, hooks.print_report)
+    emit(args, result, hooks.print_report)
     return 0 if result["invalid_output"] == 0 and result["http_invalid"] == 0 else 1
 
 
@@ -359,14 +356,16 @@ def cmd_bench_precontext(args: argparse.Namespace) -> int:
     if args.tasks < 1:
         raise CliError("--tasks must be positive")
     result = precontext.run(args.tasks)
-    return _emit(args, result, precontext.print_report)
+    emit(args, result, precontext.print_report)
+    return 0
 
 
 def cmd_bench_classify(args: argparse.Namespace) -> int:
     from ctxbus.bench import classify  # noqa: PLC0415
 
     result = classify.run()
-    return _emit(args, result, classify.print_report)
+    emit(args, result, classify.print_report)
+    return 0
 
 
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
@@ -377,13 +376,16 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     if args.calibrate:
         from ctxbus.bench import abstain_calibration  # noqa: PLC0415
 
-        return _emit(args, retrieval.run_calibration(log=log), abstain_calibration.print_report)
+        emit(args, retrieval.run_calibration(log=log), abstain_calibration.print_report)
+        return 0
     result = retrieval.run(scale=args.scale, rounds=args.rounds, log=log)
-    return _emit(args, result, retrieval.print_report)
+    emit(args, result, retrieval.print_report)
+    return 0
 
 
 def cmd_bench_dedupe(args: argparse.Namespace) -> int:
     from ctxbus.bench import dedupe  # noqa: PLC0415
 
     result = dedupe.run()
-    return _emit(args, result, dedupe.print_report)
+    emit(args, result, dedupe.print_report)
+    return 0

@@ -20,7 +20,7 @@ from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.kafka_failures import unreachable
-from ctxbus.cli.stack_cmds import METRICS_OFFSET, install_signals
+from ctxbus.cli.stack_cmds import install_signals, metrics_port_of
 from ctxbus.cli.up_processes import ready_line
 from ctxbus.core.process_layout import MOVABLE
 from ctxbus.observability import Metrics, MetricsListenError, configure_logging
@@ -41,8 +41,7 @@ async def _run(services: tuple[str, ...], settings: Settings, config: KafkaClien
     stop = asyncio.Event()
     install_signals(stop)
     metrics = Metrics()
-    base = settings.service.metrics_port
-    port = metrics.serve(settings.service.metrics_host, base + METRICS_OFFSET[services[0]] if base else 0)
+    port = metrics.serve(settings.service.metrics_host, metrics_port_of(settings, services[0]))
 
     def ready() -> None:
         try:
