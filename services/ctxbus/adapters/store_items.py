@@ -15,13 +15,13 @@ fetched before a write can never be kept after it.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from ctxbus.core.lru import Lru
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import SearchHit, Vector
 
@@ -49,16 +49,14 @@ class ItemCache:
     """At most ``size`` stored items by point id, least recently used dropped first; 0 keeps nothing."""
 
     def __init__(self, size: int) -> None:
-        if size < 0:
-            raise ValueError(f"the item cache size must be 0 or more, not {size}")
-        self._size = size
-        self._items: OrderedDict[str, StoredItem] = OrderedDict()
+        self._items = Lru[str, StoredItem](size)
         self._generation = 0
+        #: a write's forgetting and a fetch's keeping are each one step: no put between a check and its keeping
         self._lock = threading.Lock()
 
     @property
     def size(self) -> int:
-        return self._size
+        return self._items.size
 
     def __len__(self) -> int:
         return len(self._items)
@@ -69,27 +67,16 @@ class ItemCache:
 
     def get(self, point_ids: Iterable[str]) -> dict[str, StoredItem]:
         """The cached ones among ``point_ids`` (each marked as recently used)."""
-        found: dict[str, StoredItem] = {}
-        with self._lock:
-            for pid in point_ids:
-                stored = self._items.get(pid)
-                if stored is not None:
-                    self._items.move_to_end(pid)
-                    found[pid] = stored
-        return found
+        return self._items.get_many(point_ids)
 
     def put(self, fetched: Mapping[str, StoredItem], generation: int) -> bool:
         """Keep ``fetched`` unless a write happened since ``generation`` was taken; whether they were kept."""
-        if not self._size or not fetched:
+        if not self._items.size or not fetched:
             return False
         with self._lock:
             if generation != self._generation:
                 return False
             self._items.update(fetched)
-            for pid in fetched:
-                self._items.move_to_end(pid)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
         return True
 
     def invalidate(self, point_ids: Iterable[str] | None = None) -> None:
@@ -98,9 +85,8 @@ class ItemCache:
             self._generation += 1
             if point_ids is None:
                 self._items.clear()
-                return
-            for pid in point_ids:
-                self._items.pop(pid, None)
+            else:
+                self._items.discard(point_ids)
 
 
 def hits_of(

@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -45,6 +44,7 @@ import numpy.typing as npt
 
 from ctxbus.contract.payloads import TaskType
 from ctxbus.core.bounds import CLASSIFY_CHARS, prefix
+from ctxbus.core.lru import Lru
 from ctxbus.ports import Vector
 
 #: Reasons carried by a classification.
@@ -356,28 +356,22 @@ class SessionClassificationCache:
         self.capacity = capacity
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[tuple[str, str], Classification] = OrderedDict()
+        self._entries = Lru[tuple[str, str], Classification](capacity)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, session_id: str, text: str) -> Classification | None:
         """The cached classification (now most recently used), or None; counts hits and misses."""
-        key = (session_id, cache_text(text))
-        found = self._entries.get(key)
+        found = self._entries.get((session_id, cache_text(text)))
         if found is None:
             self.misses += 1
             return None
         self.hits += 1
-        self._entries.move_to_end(key)
         return found
 
     def put(self, session_id: str, text: str, classification: Classification) -> None:
-        key = (session_id, cache_text(text))
-        self._entries[key] = classification
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+        self._entries.put((session_id, cache_text(text)), classification)
 
     def classify(
         self, session_id: str, text: str, classifier: Classifier, embed: Callable[[str], Vector]
@@ -393,7 +387,4 @@ class SessionClassificationCache:
 
     def forget_session(self, session_id: str) -> int:
         """Drop every entry of a session (when it ends); returns how many."""
-        keys = [k for k in self._entries if k[0] == session_id]
-        for key in keys:
-            del self._entries[key]
-        return len(keys)
+        return self._entries.discard_where(lambda key: key[0] == session_id)

@@ -12,11 +12,10 @@ Everything else (memory items, token counts) goes to the wrapped embedder untouc
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from ctxbus.core.bounds import prefix
+from ctxbus.core.lru import Lru
 from ctxbus.ports import Embedder, Vector
 
 #: query vectors kept (384 floats each: about 3.5 MB of Python floats per 1,000)
@@ -33,10 +32,8 @@ class CachedQueryEmbedder:
 
     def __init__(self, inner: Embedder, *, size: int = DEFAULT_SIZE, max_chars: int | None = None) -> None:
         self._inner = inner
-        self._size = size
         self._max_chars = max_chars if max_chars is not None else getattr(inner, "max_chars", 1 << 30)
-        self._vectors: OrderedDict[str, Vector] = OrderedDict()
-        self._lock = threading.Lock()
+        self._vectors = Lru[str, Vector](max(0, size))
         self.hits = 0
         self.misses = 0
 
@@ -63,23 +60,12 @@ class CachedQueryEmbedder:
         return self._inner.count_tokens(text)
 
     def _get(self, key: str) -> Vector | None:
-        with self._lock:
-            vector = self._vectors.get(key)
-            if vector is None:
-                self.misses += 1
-                return None
-            self._vectors.move_to_end(key)
+        vector = self._vectors.get(key)
+        if vector is None:
+            self.misses += 1
+        else:
             self.hits += 1
-            return vector
-
-    def _put(self, key: str, vector: Vector) -> None:
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._vectors[key] = vector
-            self._vectors.move_to_end(key)
-            while len(self._vectors) > self._size:
-                self._vectors.popitem(last=False)
+        return vector
 
     def embed_query(self, text: str) -> Vector:
         """The query's vector (the cached one when the same text was embedded lately). Do not modify it."""
@@ -87,7 +73,7 @@ class CachedQueryEmbedder:
         vector = self._get(key)
         if vector is None:
             vector = self._inner.embed_query(text)
-            self._put(key, vector)
+            self._vectors.put(key, vector)
         return vector
 
     def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
@@ -107,7 +93,7 @@ class CachedQueryEmbedder:
         if missing:
             for key, vector in zip(missing, self._inner.embed(list(missing.values())), strict=True):
                 found[key] = vector
-                self._put(key, vector)
+                self._vectors.put(key, vector)
         return [found[key] for key in keys]
 
     def __len__(self) -> int:
