@@ -90,9 +90,11 @@ async def test_outcomes_move_the_injected_items_and_replay_rebuilds_the_same_fee
     await tell(kafka, topics, "s2", Outcome.FAILED)  # another outcome of the same session counts too
     await tell(kafka, topics, "nobody", Outcome.SUCCESSFUL)  # no injection: nothing to learn
     deadline = asyncio.get_running_loop().time() + 30
-    while True:
+    while True:  # each item's feedback is written in turn: wait for the last one too
         (cached,) = store.get("acme", ["redis-cache"])
-        if cached.feedback.failures == 3 or asyncio.get_running_loop().time() > deadline:
+        (global_item,) = store.get(GLOBAL_PROJECT, ["never-log-roles"])
+        learned = cached.feedback.failures == 3 and global_item.feedback.failures == 3
+        if learned or asyncio.get_running_loop().time() > deadline:
             break
         await asyncio.sleep(0.2)
     assert (cached.feedback.uses, cached.feedback.failures, cached.feedback.successes) == (3, 3, 0)
