@@ -1,0 +1,35 @@
+"""``ctxbus bench broker``: what a record's trip through the embedded broker costs as a partition fills."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ctxbus.cli.bench_output import emit
+from ctxbus.cli.errors import CliError
+
+
+def register_bench(bsub: Any) -> None:
+    """Called by ``stack_cmds.register`` beside the other benchmarks."""
+    bb = bsub.add_parser(
+        "broker",
+        help="the embedded broker alone: broker CPU and wall time of a produce -> fetch round trip as a partition "
+        "fills with batches (one record each, batched, or in another partition)",
+    )
+    bb.add_argument("--rounds", type=int, default=8, help="rounds of filling, each followed by the round trips")
+    bb.add_argument("--fill", type=int, default=1_000, help="records added per round")
+    bb.add_argument("--probes", type=int, default=100, help="round trips timed per round")
+    bb.add_argument("--json", action="store_true", help="print the figures as JSON")
+    bb.set_defaults(handler=cmd_bench_broker)
+
+
+def cmd_bench_broker(args: argparse.Namespace) -> int:
+    from ctxbus.bench import broker_growth  # noqa: PLC0415
+
+    if args.rounds < 2 or args.fill < 1 or args.probes < 1:
+        raise CliError("--rounds must be at least 2, --fill and --probes at least 1")
+    if not sys.platform.startswith("linux"):
+        raise CliError("ctxbus bench broker reads the broker's CPU time from /proc: Linux only")
+    emit(args, broker_growth.run(rounds=args.rounds, fill=args.fill, probes=args.probes), broker_growth.print_report)
+    return 0
