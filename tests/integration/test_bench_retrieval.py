@@ -86,8 +86,19 @@ NULLS = [
 ]
 
 
+HELD_OUT = [
+    {"id": "h1", "project": "shop", "query": "Write a Lua function that reverses a table", "category": "off_stack"},
+    {"id": "h2", "project": "shop", "query": "lgtm", "category": "meta", "meta": "acknowledgement"},
+]
+
+
 def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(tmp_path: Path) -> None:
-    for name, rows in (("memories", MEMORIES), ("queries", QUERIES), ("null_queries", NULLS)):
+    for name, rows in (
+        ("memories", MEMORIES),
+        ("queries", QUERIES),
+        ("null_queries", NULLS),
+        ("null_queries_heldout", HELD_OUT),
+    ):
         (tmp_path / f"{name}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
     quality = result["quality"]
@@ -100,6 +111,9 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(tmp_p
     rates = abstention["false_injection_rate"]
     assert rates["all"]["with_floor"] == 0.0 and rates["meta"]["with_floor"] == 0.0
     assert rates["topic"]["with_floor"] == 0.0 and rates["topic: off_stack"]["with_floor"] == 0.0
+    held_out = quality["abstention_held_out"]  # judged apart from the prompts the floor was fitted on
+    assert held_out["null_prompts"] == 2 and held_out["counts"]["meta"] == 1
+    assert held_out["false_injection_rate"]["all"]["with_floor"] == 0.0
     precision = abstention["precision"]
     assert 0 < precision["without_floor"] <= precision["with_floor"] <= 1
     assert quality["cautionary_returned"] == quality["cautionary_shown_as_warning"] == 1

@@ -95,6 +95,10 @@ class NullPrompt:
         return self.category == "meta"
 
 
+#: Null prompts written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not read them).
+HELD_OUT_NULLS = "null_queries_heldout.jsonl"
+
+
 def load_nulls(path: Path) -> list[NullPrompt]:
     if not path.exists():
         return []
@@ -317,6 +321,7 @@ def run(
     memories = load_memories(data_dir / "memories.jsonl")
     queries = load_queries(data_dir / "queries.jsonl")
     nulls = load_nulls(data_dir / "null_queries.jsonl")
+    held_out = load_nulls(data_dir / HELD_OUT_NULLS)
     with tempfile.TemporaryDirectory(prefix="ctxbus-bench-retrieval-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         with Memory.open(settings) as memory:
@@ -325,6 +330,8 @@ def run(
             ingest(memories, memory.embedder, memory.store, near_duplicate=None)
             log(f"stored {len(memories)} labelled memories in {time.perf_counter() - started:.1f} s")
             quality = evaluate(memory, queries, nulls)
+            if held_out:
+                quality["abstention_held_out"] = evaluate_nulls(memory, held_out)
             tasks = _task_profile_figures(memory, queries)
             speed_small = measure_speed(memory, queries, 1)
             started = time.perf_counter()
@@ -386,6 +393,15 @@ def print_abstention(quality: dict[str, Any]) -> None:
         "    targets: false injection rate <= 0.05, recall@10 down by at most 2 points (in sample: the floor was "
         "calibrated on these prompts; `ctxbus bench retrieval --calibrate` prints the cross-validated figures)"
     )
+    held_out = quality.get("abstention_held_out")
+    if held_out:
+        print(
+            f"    held out ({HELD_OUT_NULLS}: {held_out['null_prompts']} null prompts written after the floor was "
+            "fixed, never used to fit it): with / without the floor"
+        )
+        for group, rate in held_out["false_injection_rate"].items():
+            counts = f"{held_out['counts'][group]:>4} prompts"
+            print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
 
 
 def print_report(result: dict[str, Any]) -> None:

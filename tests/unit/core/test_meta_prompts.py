@@ -18,17 +18,21 @@ def _lines(name: str) -> list[dict[str, str]]:
     return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def test_every_shipped_meta_prompt_is_recognised_as_its_kind() -> None:
-    metas = [n for n in _lines("null_queries.jsonl") if n["category"] == "meta"]
-    assert len(metas) >= 30
+NULL_FILES = ("null_queries.jsonl", "null_queries_heldout.jsonl")
+
+
+@pytest.mark.parametrize(("name", "least"), [("null_queries.jsonl", 30), ("null_queries_heldout.jsonl", 16)])
+def test_every_shipped_meta_prompt_is_recognised_as_its_kind(name: str, least: int) -> None:
+    metas = [n for n in _lines(name) if n["category"] == "meta"]
+    assert len(metas) >= least
     for null in metas:
         assert recognise(null["query"]) == MetaKind(null["meta"]), null["id"]
 
 
 def test_no_graded_query_and_no_topic_null_prompt_is_taken_for_a_meta_prompt() -> None:
     prompts = [q["query"] for q in _lines("queries.jsonl")]
-    prompts += [n["query"] for n in _lines("null_queries.jsonl") if n["category"] != "meta"]
-    assert len(prompts) > 290
+    prompts += [n["query"] for name in NULL_FILES for n in _lines(name) if n["category"] != "meta"]
+    assert len(prompts) > 370
     assert [p for p in prompts if recognise(p) is not None] == []
 
 
