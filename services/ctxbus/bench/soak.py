@@ -98,7 +98,8 @@ def print_soak(result: dict[str, Any]) -> None:
     rows = result["windows"]
     print(
         f"ctxbus bench pipeline --soak: {result['memories']} memories, {result['rate_per_s']:g} req/s, "
-        f"{len(rows)} windows of {result['window_s']:g} s, lost {result['lost']}"
+        f"{len(rows)} windows of {result['window_s']:g} s, unanswered within {STEP_DRAIN_S:g} s of a window's end: "
+        f"{result['lost']}"
     )
     for r in rows:
         e2e, cpu = r["end_to_end_ms"], r.get("cpu_ms_per_request", {})
