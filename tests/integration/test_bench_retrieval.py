@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxbus.bench import retrieval
+from ctxbus.bench import retrieval, retrieval_report
 
 pytestmark = pytest.mark.integration
 
@@ -125,4 +125,4 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(tmp_p
     assert {"with", "without", "better", "worse", "equal"} <= set(tasks["labelled"]["feature"])
     assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
     assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
-    retrieval.print_report(result)  # the people's report renders
+    retrieval_report.print_report(result)  # the people's report renders

@@ -370,7 +370,7 @@ def cmd_bench_classify(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
-    from ctxbus.bench import retrieval  # noqa: PLC0415
+    from ctxbus.bench import retrieval, retrieval_report  # noqa: PLC0415
 
     configure_logging("WARNING")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -380,7 +380,7 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
         emit(args, retrieval.run_calibration(log=log), abstain_calibration.print_report)
         return 0
     result = retrieval.run(scale=args.scale, rounds=args.rounds, log=log)
-    emit(args, result, retrieval.print_report)
+    emit(args, result, retrieval_report.print_report)
     return 0
 
 

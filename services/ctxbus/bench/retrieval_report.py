@@ -1,0 +1,84 @@
+"""The people's report of ``ctxbus bench retrieval`` (the figures come from :mod:`ctxbus.bench.retrieval`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxbus.bench.retrieval import HELD_OUT_NULLS, METHODS, K
+
+
+def print_abstention(quality: dict[str, Any]) -> None:
+    """The abstention figures: false injections on the null prompts, precision and recall on the graded ones."""
+    a = quality["abstention"]
+    full, floored = quality["methods"]["full"], quality["methods"]["full+floor"]
+    precision = a["precision"]
+    print(
+        f"  abstention (full+floor: relevance floor + meta prompts; {a['graded_abstained']} of {quality['queries']} "
+        f"graded queries turned away): recall@10 {floored['recall@10']:.3f} vs {full['recall@10']:.3f} "
+        f"({(floored['recall@10'] - full['recall@10']) * 100:+.1f} points)"
+    )
+    print(
+        f"    precision of returned items (graded relevant, top {K}): {precision['with_floor']} with the floor, "
+        f"{precision['without_floor']} without"
+    )
+    rates = a.get("false_injection_rate")
+    if not rates:
+        return
+    print(f"    false injection rate on {a['null_prompts']} null prompts (got any item): with / without the floor")
+    for group, rate in rates.items():
+        counts = f"{a['counts'][group]:>4} prompts"
+        print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+    print(
+        "    targets: false injection rate <= 0.05, recall@10 down by at most 2 points (in sample: the floor was "
+        "calibrated on these prompts; `ctxbus bench retrieval --calibrate` prints the cross-validated figures)"
+    )
+    held_out = quality.get("abstention_held_out")
+    if held_out:
+        print(
+            f"    held out ({HELD_OUT_NULLS}: {held_out['null_prompts']} null prompts written after the floor was "
+            "fixed, never used to fit it): with / without the floor"
+        )
+        for group, rate in held_out["false_injection_rate"].items():
+            counts = f"{held_out['counts'][group]:>4} prompts"
+            print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+
+
+def print_report(result: dict[str, Any]) -> None:
+    quality = result["quality"]
+    print(f"retrieval quality: {quality['queries']} graded queries over {result['memories']} memories (k={K})")
+    header = f"  {'method':<10} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'nDCG@10':>8}"
+    print(header)
+    for method, m in quality["methods"].items():
+        print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
+    print("  nDCG@10 by category:   " + "  ".join(f"{m:>10}" for m in METHODS))
+    for category, methods in quality["by_category"].items():
+        print(f"    {category:<20} " + "  ".join(f"{methods[m]['ndcg@10']:>10.3f}" for m in METHODS))
+    print(f"  cross-project leaks: {quality['cross_project_leaks']}")
+    print(
+        f"  cautionary items returned by the full ranking: {quality['cautionary_returned']}, "
+        f"shown as warnings: {quality['cautionary_shown_as_warning']}"
+    )
+    print_abstention(quality)
+    if "task_profiles" in result:
+        from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
+
+        retrieval_tasks.print_report(result)
+    scaled = result["quality_at_scale"]
+    print(
+        f"  with {scaled['memories']} memories (synthetic filler added): nDCG@10 "
+        + ", ".join(f"{m} {v['ndcg@10']:.3f}" for m, v in scaled["methods"].items())
+    )
+    fir = scaled["abstention"].get("false_injection_rate", {}).get("all")
+    if fir:
+        print(
+            f"    false injection rate {fir['with_floor']:.3f} with the floor ({fir['without_floor']:.3f} without), "
+            f"recall@10 {scaled['methods']['full+floor']['recall@10']:.3f} "
+            f"(full ranking {scaled['methods']['full']['recall@10']:.3f})"
+        )
+    for label, key in (("labelled set", "speed_labelled_set"), (f"{result['speed']['memories']} memories", "speed")):
+        s = result[key]
+        print(
+            f"retrieval speed ({label}, embed + search + rank, {s['retrievals']} retrievals): "
+            f"p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms, max {s['max_ms']} ms"
+        )
+    print("target at 10,000 memories: p50 <= 15 ms, p99 <= 40 ms")
