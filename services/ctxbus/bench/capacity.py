@@ -110,7 +110,8 @@ def outcome_of(figures: dict[str, Any]) -> StepOutcome:
     )
 
 
-def _figures(step: Step, rate: float, idle: CpuMeter | None) -> dict[str, Any]:
+def step_figures(step: Step, rate: float, idle: CpuMeter | None) -> dict[str, Any]:
+    """One load step's latency, throughput and CPU figures at ``rate`` (``idle``: the stack's idle meter)."""
     figures = report(step.seen, step.total, step.duration_s, step.started)
     figures["rate_per_s"] = rate
     figures.update(cpu_report(step.seen, idle, step.busy))
@@ -122,7 +123,7 @@ async def _sweep(driver: Driver, search: CapacitySearch, step_s: float, distinct
     idle = await driver.idle(IDLE_S)
     settled = True
     while settled and (rate := search.next_rate()) is not None:
-        figures = _figures(await driver.step(rate, step_s, distinct=distinct, drain_s=STEP_DRAIN_S), rate, idle)
+        figures = step_figures(await driver.step(rate, step_s, distinct=distinct, drain_s=STEP_DRAIN_S), rate, idle)
         outcome = outcome_of(figures)
         search.record(outcome)
         steps.append({**figures, "passed": outcome.passes(search.p99_limit_ms)})
@@ -135,7 +136,7 @@ async def _sweep(driver: Driver, search: CapacitySearch, step_s: float, distinct
         if capacity is not None:
             marks.update({"50% of capacity": round(capacity * 0.5, 1), "90% of capacity": round(capacity * 0.9, 1)})
         for label, rate in marks.items():
-            figures = _figures(await driver.step(rate, step_s, distinct=distinct, drain_s=STEP_DRAIN_S), rate, idle)
+            figures = step_figures(await driver.step(rate, step_s, distinct=distinct, drain_s=STEP_DRAIN_S), rate, idle)
             latency[label] = figures
             print_step(figures, label=label, file=sys.stderr)
             await driver.settle(SETTLE_S)

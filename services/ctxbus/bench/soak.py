@@ -18,8 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ctxbus.bench.capacity import SETTLE_S, STEP_DRAIN_S, print_step
-from ctxbus.bench.pipeline import IDLE_S, Driver, cpu_report, report, stack_pids
+from ctxbus.bench.capacity import SETTLE_S, STEP_DRAIN_S, print_step, step_figures
+from ctxbus.bench.pipeline import IDLE_S, Driver, stack_pids
 from ctxbus.bench.stack import bench_stack
 from ctxbus.contract.topics import Topics
 
@@ -59,10 +59,9 @@ async def _windows(driver: Driver, rate: float, windows: int, window_s: float, d
     answered = 0
     for i in range(windows):
         step = await driver.step(rate, window_s, distinct=distinct, drain_s=STEP_DRAIN_S)
-        figures = report(step.seen, step.total, step.duration_s, step.started)
-        figures.update(cpu_report(step.seen, idle, step.busy))
+        figures = step_figures(step, rate, idle)
         answered += figures["answered"]
-        figures.update({"window": i + 1, "rate_per_s": rate, "answered_so_far": answered})
+        figures.update({"window": i + 1, "answered_so_far": answered})
         rows.append(figures)
         print_step(figures, label=f"window {i + 1} ({answered} so far)", file=sys.stderr)
         if not await driver.settle(SETTLE_S):
