@@ -77,6 +77,10 @@ class Archiver:
         #: the next archive offset of each partition the archive already holds (read at start)
         self._resume_from: dict[TopicPartition, int] = {}
         self.archived = 0
+        #: records appended to each partition since this archiver started (the refill before it is not counted):
+        #: what the embedded broker took in small batches (ctxbus.core.broker_recycle)
+        self.appended: dict[TopicPartition, int] = {}
+        self._quiet_since = time.monotonic()
         self.ready = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -145,7 +149,9 @@ class Archiver:
                 resume = self._resume_from.get(tp)
                 position = begins[tp] if resume is None else resume - base
                 position = min(max(position, begins[tp]), max(ends[tp], begins[tp]))
-                self._next[tp] = position + base
+                # the end Tansu reports is short when the last batch holds several records (a refill sends large
+                # batches): reading may start below the resume point, but what is archived already stays skipped
+                self._next[tp] = position + base if resume is None else max(position + base, resume)
             consumer.seek(tp, self._next[tp] - self._state.base(tp.topic, tp.partition))
         self._assigned = wanted
         log.info("archive_assigned", partitions=len(wanted))
@@ -183,6 +189,24 @@ class Archiver:
         )
         self._next[tp] = offset + 1
         self.archived += 1
+        self.appended[tp] = self.appended.get(tp, 0) + 1
+        self._quiet_since = time.monotonic()
+
+    def fullest(self) -> tuple[int, str | None]:
+        """Records appended to the fullest partition of an event topic since this archiver started (not the schemas
+        topic's: every start of the services announces their schemas there again), and that partition
+        (``topic/partition``; None when there is none)."""
+        counts = [
+            (n, f"{tp.topic}/{tp.partition}") for tp, n in self.appended.items() if tp.topic != self._topics.schemas
+        ]
+        if not counts:
+            return 0, None
+        return max(counts)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds (``now`` on the monotonic clock) since a record was last archived, or since the archiver was
+        made when none was."""
+        return max(0.0, now - self._quiet_since)
 
     async def _flush(self) -> None:
         """Flush and fsync every partition's file in a worker thread: the services of ``ctxbus up`` share this

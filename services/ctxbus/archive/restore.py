@@ -31,6 +31,12 @@ log = structlog.get_logger("ctxbus.archive")
 
 #: sends in flight before waiting for their acknowledgements
 WINDOW = 2_000
+#: the refill's batches: the broker's fetch cost grows with the batches a partition holds (ctxbus.core.broker_recycle),
+#: and the producer's default (16 KiB) holds a few completed or injected events at most; a record larger than this
+#: still goes, in a batch of its own
+BATCH_BYTES = 512 * 1024
+#: how long a batch may wait for more records before it is sent
+LINGER_MS = 5
 
 
 @dataclass
@@ -58,7 +64,9 @@ async def restore(config: KafkaClientConfig, topics: Topics, root: Path) -> Rest
     state = ArchiveState.load(root)
     stats = ReadStats()
     probe = AIOKafkaConsumer(**config.consumer("archive-restore", None))
-    producer = AIOKafkaProducer(**config.producer("archive-restore"))
+    producer = AIOKafkaProducer(
+        **{**config.producer("archive-restore"), "max_batch_size": BATCH_BYTES, "linger_ms": LINGER_MS}
+    )
     await probe.start()
     await producer.start()
     renumbered: dict[tuple[str, int], list[int]] = {}
