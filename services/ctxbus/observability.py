@@ -167,6 +167,17 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.broker_appended = Gauge(
+            "ctxbus_embedded_broker_partition_records",
+            "Records appended to the embedded broker's fullest partition since it started (each fetch of a partition "
+            "costs it more the more small batches the partition holds; ctxbus up recycles it past a limit)",
+            registry=r,
+        )
+        self.broker_recycles = Counter(
+            "ctxbus_embedded_broker_recycles_total",
+            "Times ctxbus up restarted its embedded broker, refilled from the archive, to reset its fetch cost",
+            registry=r,
+        )
 
     def serve(self, host: str, port: int) -> int:
         """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``self.health``) over HTTP in a thread;

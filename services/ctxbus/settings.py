@@ -60,6 +60,11 @@ class KafkaSettings(BaseSettings):
     topic_replication: int = Field(default=1, ge=1, le=10)
     #: port of the embedded broker; 0 picks a free one
     embedded_port: int = Field(default=0, ge=0, le=65535)
+    #: ``ctxbus up`` recycles the embedded broker (restarts it, refilled from the archive) once one partition has had
+    #: this many records appended since the broker started and nothing was written for ``embedded_recycle_idle_s``
+    #: (its fetches slow down with every small batch a partition holds: ctxbus.core.broker_recycle); 0: never
+    embedded_recycle_records: int = Field(default=2_000, ge=0)
+    embedded_recycle_idle_s: float = Field(default=300.0, gt=0)
 
     @property
     def embedded(self) -> bool:

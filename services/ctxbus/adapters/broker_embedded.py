@@ -103,6 +103,19 @@ class EmbeddedBroker:
         self.stop()
         raise BrokerStartError(f"the embedded broker did not listen on {url} within {START_TIMEOUT_S} s")
 
+    def restart(self) -> EmbeddedBroker:
+        """Stop the broker and start a fresh, empty one on the same port (``ctxbus up``'s recycling). Call it from
+        the thread that started the first one: the parent-death signal follows the thread that starts the process.
+
+        Raises BrokerStartError when the port is not released in time or the new broker does not start."""
+        self.stop()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while _port_open(self.host, self.port):  # the old listener is closing
+            if time.monotonic() >= deadline:
+                raise BrokerStartError(f"port {self.port} on {self.host} was not released within {START_TIMEOUT_S} s")
+            time.sleep(0.02)
+        return self.start()
+
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:

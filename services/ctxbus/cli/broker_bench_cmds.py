@@ -1,4 +1,5 @@
-"""``ctxbus bench broker``: what a record's trip through the embedded broker costs as a partition fills."""
+"""``ctxbus bench broker``: what a record's trip through the embedded broker costs as a partition fills;
+``ctxbus bench recycle``: what ``ctxbus up``'s recycling of that broker buys and costs."""
 
 from __future__ import annotations
 
@@ -22,6 +23,23 @@ def register_bench(bsub: Any) -> None:
     bb.add_argument("--probes", type=int, default=100, help="round trips timed per round")
     bb.add_argument("--json", action="store_true", help="print the figures as JSON")
     bb.set_defaults(handler=cmd_bench_broker)
+    br = bsub.add_parser(
+        "recycle",
+        help="ctxbus up recycling its embedded broker: one session's end-to-end latency fresh, after --fill requests "
+        "and after the recycle, and how long the stack was not ready",
+    )
+    br.add_argument("--memories", type=int, default=1_000)
+    br.add_argument(
+        "--fill",
+        type=int,
+        default=4_000,
+        help="requests sent between the first and the second phase "
+        "(also the recycle limit, CTXBUS_KAFKA_EMBEDDED_RECYCLE_RECORDS)",
+    )
+    br.add_argument("--idle-s", type=float, default=8.0, help="quiet time before the recycle")
+    br.add_argument("--probes", type=int, default=30, help="sequential requests timed per phase")
+    br.add_argument("--json", action="store_true", help="print the figures as JSON")
+    br.set_defaults(handler=cmd_bench_recycle)
 
 
 def cmd_bench_broker(args: argparse.Namespace) -> int:
@@ -32,4 +50,14 @@ def cmd_bench_broker(args: argparse.Namespace) -> int:
     if not sys.platform.startswith("linux"):
         raise CliError("ctxbus bench broker reads the broker's CPU time from /proc: Linux only")
     emit(args, broker_growth.run(rounds=args.rounds, fill=args.fill, probes=args.probes), broker_growth.print_report)
+    return 0
+
+
+def cmd_bench_recycle(args: argparse.Namespace) -> int:
+    from ctxbus.bench import recycle  # noqa: PLC0415
+
+    if args.memories < 0 or args.fill < 1 or args.probes < 1 or args.idle_s <= 0:
+        raise CliError("--fill and --probes must be at least 1, --idle-s positive, --memories not negative")
+    result = recycle.run(memories=args.memories, fill_requests=args.fill, idle_s=args.idle_s, probes=args.probes)
+    emit(args, result, recycle.print_report)
     return 0

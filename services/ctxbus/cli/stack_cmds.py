@@ -4,39 +4,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
 import sys
-from collections.abc import Awaitable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
-from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import adversarial_cmds, broker_bench_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import unreachable
 from ctxbus.cli.pipeline_cmds import cmd_bench, pipeline_args
-from ctxbus.cli.up_processes import StackParts, cpus
+from ctxbus.cli.up_processes import cpus
+from ctxbus.cli.up_rounds import create_topics, install_signals, run_up
 from ctxbus.contract.topics import Topics
-from ctxbus.core.process_layout import MAX_PROCESSES, Layout, auto_processes, split
+from ctxbus.core.process_layout import MAX_PROCESSES, auto_processes, split
 from ctxbus.gateway.http import ListenError
 from ctxbus.gateway.secret_file import SecretFileError, gateway_secret
 from ctxbus.hooks import ensure_bytecode
 from ctxbus.observability import Metrics, MetricsListenError, configure_logging
 from ctxbus.ports import StoreBusy, StoreModelMismatch
 from ctxbus.private_dir import make_private_dirs
-from ctxbus.runtime import NoBroker, RuntimeInfo, clear_stale_runtime, kafka_config, read_runtime
+from ctxbus.runtime import NoBroker, clear_stale_runtime, kafka_config, read_runtime
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
-
-if TYPE_CHECKING:
-    from ctxbus.archive.archiver import Archiver
+from ctxbus.wiring import SERVICES, run_gateway, run_services
 
 log = structlog.get_logger("ctxbus.cli")
 
@@ -119,23 +112,6 @@ def metrics_port_of(settings: Settings, service: str) -> int:
     return base + METRICS_OFFSET[service] if base else 0
 
 
-def install_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-
-
-async def _create_topics(settings: Settings, config: KafkaClientConfig) -> list[str]:
-    topics = Topics(settings.topic_prefix)
-    return await ensure_topics(
-        config,
-        topics.all(),
-        compacted=(topics.schemas,),
-        partitions=settings.kafka.topic_partitions,
-        replication=settings.kafka.topic_replication,
-    )
-
-
 def cmd_up(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
@@ -162,14 +138,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         config = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=False)
     processes = args.processes or settings.up_processes or auto_processes(cpus())
     try:
-        return asyncio.run(
-            _up(
-                settings,
-                config,
-                split(() if args.no_services else SERVICES, processes),
-                broker_pid=broker.pid if broker else None,
-            )
-        )
+        return asyncio.run(run_up(settings, config, split(() if args.no_services else SERVICES, processes), broker))
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
     except KafkaError as exc:
@@ -178,123 +147,6 @@ def cmd_up(args: argparse.Namespace) -> int:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
             broker.stop()
-
-
-async def _up(settings: Settings, config: KafkaClientConfig, layout: Layout, broker_pid: int | None = None) -> int:
-    stop = asyncio.Event()
-    install_signals(stop)
-    created = await _create_topics(settings, config)
-    metrics = Metrics()
-    port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
-    parts = StackParts(layout, settings, config, metrics.health)
-    gateway_port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    started_at = datetime.now(UTC).isoformat()
-
-    def write_runtime() -> None:
-        RuntimeInfo(
-            pid=os.getpid(),
-            bootstrap_servers=config.bootstrap_servers,
-            embedded=config.embedded,
-            metrics_port=port,
-            gateway_port=gateway_port.result(),
-            topic_prefix=settings.topic_prefix,
-            started_at=started_at,
-            broker_pid=broker_pid,
-            service_processes=parts.processes(),
-        ).write(settings.runtime_file)
-
-    async def announce() -> None:
-        """The runtime file is the readiness signal: written once every service, in every process, can answer."""
-        await parts.ready.wait()
-        gateway = await gateway_port
-        write_runtime()
-        parts.on_change = write_runtime  # a restarted child: its pid and metrics port
-        log.info(
-            "stack_up",
-            bootstrap_servers=config.bootstrap_servers,
-            embedded=config.embedded,
-            topics_created=created,
-            metrics=f"http://{settings.service.metrics_host}:{port}/metrics",
-            gateway=f"http://{settings.gateway.host}:{gateway}/v1/hooks",
-            services=list(parts.services),
-            processes={"up": list(layout.in_up), **{c.name: c.info() for c in parts.children}},
-            data_dir=str(settings.data_dir),
-        )
-        print(
-            f"ctxbus up: broker {config.bootstrap_servers}, metrics :{port}, gateway :{gateway}, "
-            f"services {parts.described()}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    archiver: Archiver | None = None
-    archiving: asyncio.Task[None] | None = None
-    archive_stop = asyncio.Event()
-    if settings.archive.enabled if settings.archive.enabled is not None else config.embedded:
-        archiver = await _start_archive(settings, config)
-    announcer = asyncio.create_task(announce())
-    # one set of resources: the gateway serves the Python API on the retriever's embedder and store
-    shared = Resources(settings=settings, metrics=metrics)
-    # the child processes first: they start while this one loads the model
-    tasks: list[Awaitable[None]] = [*parts.supervise(stop)]
-    tasks.append(run_gateway(settings, config, metrics, stop, on_ready=gateway_port.set_result, resources=shared))
-    if layout.in_up:
-        in_up = run_services(
-            layout.in_up, settings, config, metrics, stop, resources=shared, on_ready=lambda: parts.mark("up")
-        )
-        tasks.append(in_up)
-    if archiver is not None:
-        archiving = asyncio.create_task(archiver.run(archive_stop))
-        archiving.add_done_callback(_archive_ended)
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        announcer.cancel()
-        await parts.stopped(stop)
-        if archiving is not None:  # after the services stopped: it reads what they wrote last, then flushes
-            archive_stop.set()
-            try:
-                await archiving
-            except Exception:  # the history is not the pipeline: say so loudly, stop cleanly
-                log.exception("archive_failed", hint="the event history since the last flush may be missing")
-    failure = parts.failure()
-    if failure:
-        raise CliError(failure, 1)
-    return 0
-
-
-def _archive_ended(task: asyncio.Task[None]) -> None:
-    """An archiver that ends before the stack does is an error worth a log line the moment it happens."""
-    if not task.cancelled() and task.exception() is not None:
-        log.error("archive_stopped_early", error=repr(task.exception()))
-
-
-async def _start_archive(settings: Settings, config: KafkaClientConfig) -> Archiver:
-    """Refill the broker from the archive (history, timestamps, the groups' positions) and make the archiver."""
-    from ctxbus.archive.archiver import Archiver  # noqa: PLC0415
-    from ctxbus.archive.restore import restore  # noqa: PLC0415
-
-    topics, root = Topics(settings.topic_prefix), settings.archive_dir
-    report = await restore(config, topics, root)
-    if report.total or report.skipped_partitions or report.damaged_files:
-        log.info(
-            "archive_restore",
-            records=report.total,
-            by_topic=report.records,
-            groups=report.groups,
-            skipped=report.skipped_partitions,
-            damaged_files=report.damaged_files,
-        )
-        print(f"ctxbus up: restored {report.total} events from {root}", file=sys.stderr, flush=True)
-    return Archiver(
-        config,
-        topics,
-        root,
-        flush_interval_s=settings.archive.flush_interval_ms / 1000.0,
-        offsets_interval_s=settings.archive.offsets_interval_ms / 1000.0,
-        retention_days=settings.archive.retention_days,
-        retention_bytes=settings.archive.retention_bytes,
-    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -332,7 +184,7 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     except NoBroker as exc:
         raise CliError(str(exc), 1) from exc
     try:
-        created = asyncio.run(_create_topics(settings, config))
+        created = asyncio.run(create_topics(settings, config))
     except KafkaError as exc:
         raise CliError(unreachable(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():

@@ -20,8 +20,9 @@ from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.kafka_failures import unreachable
-from ctxbus.cli.stack_cmds import install_signals, metrics_port_of
+from ctxbus.cli.stack_cmds import metrics_port_of
 from ctxbus.cli.up_processes import ready_line
+from ctxbus.cli.up_rounds import install_signals
 from ctxbus.core.process_layout import MOVABLE
 from ctxbus.observability import Metrics, MetricsListenError, configure_logging
 from ctxbus.settings import Settings
