@@ -92,12 +92,37 @@ HELD_OUT = [
 ]
 
 
-def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(tmp_path: Path) -> None:
+HELD_OUT_QUERIES = [
+    {
+        "id": "hq1",
+        "project": "shop",
+        "query": "a replayed old refresh token should kill the whole login family",
+        "domain": "auth",
+        "category": "paraphrase",
+        "task_type": "bugfix",
+        "relevant": {"jwt-rotate": 3},
+    },
+    {
+        "id": "hq2",
+        "project": "shop",
+        "query": "why do SQLAlchemy connections drop after the database restarts?",
+        "domain": "database",
+        "category": "direct",
+        "task_type": "bugfix",
+        "relevant": {"pool": 3},
+    },
+]
+
+
+def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name, rows in (
         ("memories", MEMORIES),
         ("queries", QUERIES),
         ("null_queries", NULLS),
         ("null_queries_heldout", HELD_OUT),
+        ("queries_heldout", HELD_OUT_QUERIES),
     ):
         (tmp_path / f"{name}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
@@ -125,4 +150,11 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(tmp_p
     assert {"with", "without", "better", "worse", "equal"} <= set(tasks["labelled"]["feature"])
     assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
     assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
-    retrieval_report.print_report(result)  # the people's report renders
+    held = quality["held_out"]  # the graded queries nothing was tuned on, scored apart
+    assert held["queries"] == 2 and held["methods"]["full"]["recall@10"] == 1.0
+    assert held["cross_project_leaks"]["full+floor"] == 0
+    held_tasks = result["task_profiles_held_out"]
+    assert set(held_tasks["labelled"]) == {"bugfix"} and held_tasks["labelled"]["bugfix"]["queries"] == 2
+    retrieval_report.print_report(result)  # the people's report renders, the held-out figures apart
+    printed = capsys.readouterr().out
+    assert "queries_heldout.jsonl: 2 graded queries" in printed and "held out (2 graded queries" in printed

@@ -10,6 +10,10 @@ demanding user would: no item of another project ever comes back, and an item a 
 task type, the full ranking with the task-type profiles against without them, and domain detection
 (:mod:`ctxbus.bench.retrieval_tasks`).
 
+Held out: ``queries_heldout.jsonl`` (graded queries written after the ranking, the profiles and the floor were
+fixed) is scored the same way, apart (``quality.held_out``, ``task_profiles_held_out``): the recall the floor costs
+and the profiles' effect, judged on queries nothing was tuned on.
+
 Abstention: the full ranking runs again on the injection path (``full+floor``: the relevance floor and
 meta-prompt recognition of :mod:`ctxbus.core.abstain` and :mod:`ctxbus.core.meta_prompts`), and so do the
 null prompts of ``null_queries.jsonl`` (nothing in the store is relevant to them). Reported: the false
@@ -97,6 +101,8 @@ class NullPrompt:
 
 #: Null prompts written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not read them).
 HELD_OUT_NULLS = "null_queries_heldout.jsonl"
+#: Graded queries written after the ranking, the task-type profiles and the floor were fixed (the same rule).
+HELD_OUT_QUERIES = "queries_heldout.jsonl"
 
 
 def load_nulls(path: Path) -> list[NullPrompt]:
@@ -322,6 +328,7 @@ def run(
     queries = load_queries(data_dir / "queries.jsonl")
     nulls = load_nulls(data_dir / "null_queries.jsonl")
     held_out = load_nulls(data_dir / HELD_OUT_NULLS)
+    held_out_queries = load_queries(data_dir / HELD_OUT_QUERIES) if (data_dir / HELD_OUT_QUERIES).exists() else []
     with tempfile.TemporaryDirectory(prefix="ctxbus-bench-retrieval-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         with Memory.open(settings) as memory:
@@ -333,6 +340,11 @@ def run(
             if held_out:
                 quality["abstention_held_out"] = evaluate_nulls(memory, held_out)
             tasks = _task_profile_figures(memory, queries)
+            if held_out_queries:
+                quality["held_out"] = evaluate(memory, held_out_queries)
+                tasks["task_profiles_held_out"] = _task_profile_figures(memory, held_out_queries, domains=False)[
+                    "task_profiles"
+                ]
             speed_small = measure_speed(memory, queries, 1)
             started = time.perf_counter()
             fill(memory, scale, log=lambda m: None)
@@ -354,8 +366,8 @@ def run(
     }
 
 
-def _task_profile_figures(memory: Any, queries: Sequence[LabelledQuery]) -> dict[str, Any]:
-    """The task-type profiles on against off, and domain detection (:mod:`ctxbus.bench.retrieval_tasks`)."""
+def _task_profile_figures(memory: Any, queries: Sequence[LabelledQuery], *, domains: bool = True) -> dict[str, Any]:
+    """The task-type profiles on against off, and (``domains``) domain detection (``bench.retrieval_tasks``)."""
     from ctxbus.api import Memory  # noqa: PLC0415
     from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
 
@@ -365,4 +377,6 @@ def _task_profile_figures(memory: Any, queries: Sequence[LabelledQuery]) -> dict
     )
     with plain:
         compared = retrieval_tasks.compare(memory, plain, queries)
+    if not domains:
+        return {"task_profiles": compared}
     return {"task_profiles": compared, "domain_detection": retrieval_tasks.detect_domains(memory, queries)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbus.bench.retrieval import HELD_OUT_NULLS, METHODS, K
+from ctxbus.bench.retrieval import HELD_OUT_NULLS, HELD_OUT_QUERIES, METHODS, K
 
 
 def print_abstention(quality: dict[str, Any]) -> None:
@@ -43,6 +43,27 @@ def print_abstention(quality: dict[str, Any]) -> None:
             print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
 
 
+def print_held_out(quality: dict[str, Any]) -> None:
+    """The held-out graded queries: every method, and what the floor costs them."""
+    held = quality.get("held_out")
+    if not held:
+        return
+    print(
+        f"  held out ({HELD_OUT_QUERIES}: {held['queries']} graded queries written after the ranking, the profiles "
+        "and the floor were fixed)"
+    )
+    for method, m in held["methods"].items():
+        print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
+    full, floored = held["methods"]["full"], held["methods"]["full+floor"]
+    a = held["abstention"]
+    print(
+        f"    the floor: recall@10 {floored['recall@10']:.3f} vs {full['recall@10']:.3f} "
+        f"({(floored['recall@10'] - full['recall@10']) * 100:+.1f} points), {a['graded_abstained']} queries turned "
+        f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
+        f"cross-project leaks {held['cross_project_leaks']}"
+    )
+
+
 def print_report(result: dict[str, Any]) -> None:
     quality = result["quality"]
     print(f"retrieval quality: {quality['queries']} graded queries over {result['memories']} memories (k={K})")
@@ -59,10 +80,12 @@ def print_report(result: dict[str, Any]) -> None:
         f"shown as warnings: {quality['cautionary_shown_as_warning']}"
     )
     print_abstention(quality)
+    print_held_out(quality)
     if "task_profiles" in result:
         from ctxbus.bench import retrieval_tasks  # noqa: PLC0415
 
         retrieval_tasks.print_report(result)
+        retrieval_tasks.print_held_out(result)
     scaled = result["quality_at_scale"]
     print(
         f"  with {scaled['memories']} memories (synthetic filler added): nDCG@10 "

@@ -127,6 +127,15 @@ def print_report(result: dict[str, Any]) -> None:
     )
 
 
+def print_held_out(result: dict[str, Any]) -> None:
+    """The profiles on the held-out graded queries (labelled task types), when the set has them."""
+    tasks = result.get("task_profiles_held_out")
+    if not tasks:
+        return
+    print(f"  held out ({tasks['labelled_queries']} graded queries nothing was tuned on), labelled task types:")
+    _table({**tasks["labelled"], "all": tasks["labelled_all"]})
+
+
 def _table(rows: dict[str, dict[str, Any]]) -> None:
     print(
         f"    {'type':<9} {'n':>4}  {'nDCG with':>9} {'without':>8}  {'R@10 with':>9} {'without':>8}  "

@@ -1,0 +1,48 @@
+"""The shipped graded query files are well formed: every graded memory exists and may answer the query's
+project, grades are 1-3, task types are ctxbus's, and the held-out queries are new ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbus.bench.retrieval import DATA_DIR, HELD_OUT_QUERIES, load_queries
+from ctxbus.contract.payloads import TaskType
+
+
+def _memories() -> dict[str, str]:
+    lines = (DATA_DIR / "memories.jsonl").read_text(encoding="utf-8").splitlines()
+    rows: list[dict[str, Any]] = [json.loads(line) for line in lines if line.strip()]
+    return {str(r["id"]): str(r["project"]) for r in rows}
+
+
+@pytest.mark.parametrize("name", ["queries.jsonl", HELD_OUT_QUERIES])
+def test_every_graded_memory_exists_and_belongs_to_the_query_project_or_is_global(name: str) -> None:
+    projects = _memories()
+    queries = load_queries(DATA_DIR / name)
+    assert len({q.id for q in queries}) == len(queries)
+    task_types = {t.value for t in TaskType}
+    for q in queries:
+        assert q.relevant, q.id
+        assert max(q.relevant.values()) >= 2, f"{q.id}: no memory graded 2 or 3"
+        for memory_id, grade in q.relevant.items():
+            assert grade in (1, 2, 3), (q.id, memory_id)
+            assert projects.get(memory_id) in (q.project, "__global__"), (q.id, memory_id)
+        assert set(q.cautionary) <= set(q.relevant), q.id
+        assert q.task_type is None or q.task_type in task_types, q.id
+
+
+def test_the_held_out_queries_are_not_the_first_sets() -> None:
+    first = {q.query.casefold().strip() for q in load_queries(DATA_DIR / "queries.jsonl")}
+    held = load_queries(DATA_DIR / HELD_OUT_QUERIES)
+    assert len(held) >= 60
+    assert not [q.id for q in held if q.query.casefold().strip() in first]
+    assert all(q.id.startswith("hq-") for q in held)
+
+
+def test_the_data_folder_documents_the_held_out_queries() -> None:
+    readme = (Path(DATA_DIR) / "README.md").read_text(encoding="utf-8")
+    assert f"`{HELD_OUT_QUERIES}`" in readme
