@@ -31,7 +31,7 @@ def test_the_three_phases_are_timed_and_the_broker_is_replaced() -> None:
     for phase in ("fresh_ms", "filled_ms", "recycled_ms"):
         figures = result[phase]
         assert 0 < figures["p50"] <= figures["max"] and figures["mean"] > 0
-    assert 0 < result["not_ready_s"] < 60
+    assert result["not_ready_s"] is None or 0 < result["not_ready_s"] < 60
 
 
 def test_nonsense_arguments_are_refused_clearly() -> None:

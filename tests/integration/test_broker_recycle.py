@@ -23,7 +23,7 @@ from .up_stack import Stack, answers, ask, stop_quietly, wait_archived
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RECYCLE_RECORDS = 4
-IDLE_S = 2.0
+IDLE_S = 3.0  # the pipeline writes continuously while it answers: a recycle waits for real quiet
 
 
 @pytest.fixture
