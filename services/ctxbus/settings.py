@@ -53,6 +53,9 @@ class KafkaSettings(BaseSettings):
     #: the same for consumers off the request path (the recorder, learning, memory, attempts, the archiver):
     #: None: 100 ms embedded (each idle poll costs the broker and the process CPU), 500 ms otherwise.
     background_fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
+    #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it.
+    session_timeout_ms: int | None = Field(default=None, ge=1_000, le=300_000)
     #: largest record a ctxbus producer sends (key + value + headers, as aiokafka sizes it); larger ones are
     #: refused before they reach the client. Kafka's default broker limit (message.max.bytes) is about 1 MiB.
     max_record_bytes: int = Field(default=1_048_576, ge=65_536, le=100_000_000)

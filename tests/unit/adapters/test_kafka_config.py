@@ -28,6 +28,20 @@ def test_embedded_broker_turns_idempotence_off_and_polls_fast() -> None:
     assert cfg.consumer("x", "g")["fetch_max_wait_ms"] == EMBEDDED_FETCH_MAX_WAIT_MS
 
 
+def test_group_sessions_are_short_on_the_embedded_broker_and_aiokafkas_on_a_cluster() -> None:
+    embedded = KafkaClientConfig(KafkaSettings(), "127.0.0.1:1", embedded=True)
+    member = embedded.consumer("retriever", "ctxbus.retriever")
+    assert (member["session_timeout_ms"], member["heartbeat_interval_ms"]) == (6_000, 1_000)
+    assert "session_timeout_ms" not in embedded.consumer("archiver", None)  # no group, no session
+    cluster = KafkaClientConfig(KafkaSettings(bootstrap_servers="k:1"), "k:1", embedded=False)
+    assert "session_timeout_ms" not in cluster.consumer("retriever", "ctxbus.retriever")
+    explicit = KafkaClientConfig(
+        KafkaSettings(bootstrap_servers="k:1", session_timeout_ms=45_000), "k:1", embedded=False
+    )
+    member = explicit.consumer("retriever", "ctxbus.retriever")
+    assert (member["session_timeout_ms"], member["heartbeat_interval_ms"]) == (45_000, 7_500)
+
+
 def test_background_consumers_poll_an_idle_broker_less_often() -> None:
     embedded = KafkaClientConfig(KafkaSettings(), "127.0.0.1:1", embedded=True)
     assert embedded.consumer("recorder", "g", background=True)["fetch_max_wait_ms"] == 100
