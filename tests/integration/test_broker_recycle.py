@@ -108,7 +108,7 @@ async def test_a_quiet_stack_recycles_its_broker_and_loses_or_repeats_nothing(st
     done = await asyncio.to_thread(_hook, stack, cwd)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
-    second = await ask(stack, 2, "after-recycle")  # one session: at most 3 records in any partition of this round
+    second = await ask(stack, 2, "after-recycle")  # with the hook's, 3 requests: under the limit of 4 in any partition
     got = await answers(stack, 15)
     assert len(got) == 15 and first | second <= set(got)
     requested = await asyncio.to_thread(stack.replay_requests)
