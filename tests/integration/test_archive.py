@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def stack(tmp_path: Path) -> Iterator[Stack]:
     s = Stack(tmp_path)
     yield s
-    stop_quietly(s)
+    stop_quietly(s.proc)
 
 
 async def test_replay_lists_every_request_made_before_a_sigterm_and_a_sigkill(stack: Stack) -> None:

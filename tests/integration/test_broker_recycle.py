@@ -37,7 +37,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         },
     )
     yield s
-    stop_quietly(s)
+    stop_quietly(s.proc)
 
 
 def _runtime(stack: Stack) -> dict[str, object]:

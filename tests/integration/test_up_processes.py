@@ -36,6 +36,7 @@ from ctxbus.core.process_layout import RestartBudget
 from ctxbus.settings import KafkaSettings, Settings
 
 from .kafka_io import read_all
+from .up_stack import stop_quietly
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -175,12 +176,7 @@ def _child(runtime: dict[str, object]) -> dict[str, object]:
 def up(tmp_path: Path) -> Iterator[Up]:
     stack = Up(tmp_path)
     yield stack
-    if stack.proc is not None and stack.proc.poll() is None:
-        stack.proc.send_signal(signal.SIGTERM)
-        try:
-            stack.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            stack.proc.kill()
+    stop_quietly(stack.proc, wait_s=60)
 
 
 async def _ask(kafka: KafkaClientConfig, count: int, tag: str) -> set[str]:

@@ -114,14 +114,14 @@ def wait_archived(stack: Stack, expected: dict[str, int]) -> None:
         time.sleep(FLUSH_MS / 1000.0)
 
 
-def stop_quietly(s: Stack) -> None:
-    """The fixtures' teardown: SIGTERM, then SIGKILL after 30 s."""
-    if s.proc is not None and s.proc.poll() is None:
-        s.proc.send_signal(signal.SIGTERM)
+def stop_quietly(proc: subprocess.Popen[bytes] | None, wait_s: float = 30.0) -> None:
+    """The fixtures' teardown of an ``up`` process: SIGTERM, then SIGKILL after ``wait_s``."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
         try:
-            s.proc.wait(30)
+            proc.wait(wait_s)
         except subprocess.TimeoutExpired:
-            s.proc.kill()
+            proc.kill()
 
 
 async def ask(stack: Stack, count: int, tag: str) -> set[str]:

@@ -24,10 +24,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.bench.bus_tail import tail
+from ctxbus.bench.hook_load import scrape
 from ctxbus.bench.stack import PROJECT, bench_stack
 from ctxbus.bench.stats import summary
 from ctxbus.contract.envelope import Envelope
@@ -51,46 +51,34 @@ def _request(prompt: str) -> Envelope[RetrievalRequested]:
     return Envelope.root(payload, project=PROJECT, session_id=SESSION, producer="bench-recycle")
 
 
-async def _answers_reader(kafka: KafkaClientConfig, topic: str) -> AIOKafkaConsumer:
-    reader = AIOKafkaConsumer(**kafka.consumer("bench-recycle-reader", None))
-    await reader.start()
-    await reader.topics()
-    tps = [TopicPartition(topic, p) for p in sorted(reader.partitions_for_topic(topic) or ())]
-    reader.assign(tps)
-    await reader.seek_to_end(*tps)
-    return reader
-
-
 async def probe(kafka: KafkaClientConfig, topics: Topics, count: int) -> list[float]:
     """``count`` requests one after the other: ms from publishing each to reading its injected event."""
-    reader = await _answers_reader(kafka, topics.context_injected)
     latencies: list[float] = []
-    try:
-        async with EventPublisher(kafka, "bench-recycle") as publisher:
-            for i in range(count):
-                event = _request(PROMPTS[i % len(PROMPTS)])
-                wanted = str(event.correlation_id).encode()
-                started = time.perf_counter()
-                await publisher.publish(topics.retrieval_requested, event)
-                deadline = started + ANSWER_TIMEOUT_S
-                while not any(
-                    dict(r.headers).get("ctxbus-correlation-id") == wanted
-                    for records in (await reader.getmany(timeout_ms=200)).values()
-                    for r in records
-                ):
-                    if time.perf_counter() > deadline:
-                        raise RuntimeError(f"request {i} was not answered within {ANSWER_TIMEOUT_S:g} s")
-                latencies.append((time.perf_counter() - started) * 1000.0)
-    finally:
-        await reader.stop()
+    async with (
+        tail(kafka, "bench-recycle-reader", (topics.context_injected,)) as reader,
+        EventPublisher(kafka, "bench-recycle") as publisher,
+    ):
+        for i in range(count):
+            event = _request(PROMPTS[i % len(PROMPTS)])
+            wanted = str(event.correlation_id).encode()
+            started = time.perf_counter()
+            await publisher.publish(topics.retrieval_requested, event)
+            deadline = started + ANSWER_TIMEOUT_S
+            while not any(
+                dict(r.headers).get("ctxbus-correlation-id") == wanted
+                for records in (await reader.getmany(timeout_ms=200)).values()
+                for r in records
+            ):
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"request {i} was not answered within {ANSWER_TIMEOUT_S:g} s")
+            latencies.append((time.perf_counter() - started) * 1000.0)
     return latencies
 
 
 async def fill(kafka: KafkaClientConfig, topics: Topics, count: int, timeout_s: float) -> float:
     """Publish ``count`` requests of the session one at a time and wait until all are answered; seconds taken."""
     started = time.perf_counter()
-    reader = await _answers_reader(kafka, topics.context_injected)
-    try:
+    async with tail(kafka, "bench-recycle-reader", (topics.context_injected,)) as reader:
         async with EventPublisher(kafka, "bench-recycle") as publisher:
             for i in range(count):
                 await publisher.publish(topics.retrieval_requested, _request(f"{PROMPTS[i % len(PROMPTS)]} ({i})"))
@@ -99,24 +87,21 @@ async def fill(kafka: KafkaClientConfig, topics: Topics, count: int, timeout_s: 
             if time.perf_counter() - started > timeout_s:
                 raise RuntimeError(f"{answered} of {count} requests answered within {timeout_s:g} s")
             answered += sum(len(r) for r in (await reader.getmany(timeout_ms=200, max_records=5_000)).values())
-    finally:
-        await reader.stop()
     return time.perf_counter() - started
 
 
-def _get(port: int, path: str) -> tuple[int, str]:
+def _ready(port: int) -> bool:
+    """``/readyz`` on ``up``'s metrics port answers 200."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
-            return int(response.status), response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), exc.read().decode()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return int(response.status) == 200
+    except urllib.error.HTTPError:
+        return False
 
 
 def recycles(port: int) -> float:
     """``ctxbus_embedded_broker_recycles_total`` on ``up``'s ``/metrics``."""
-    _, text = _get(port, "/metrics")
-    name = "ctxbus_embedded_broker_recycles_total "
-    return float(next((line[len(name) :] for line in text.splitlines() if line.startswith(name)), "0"))
+    return sum(scrape(port).get("ctxbus_embedded_broker_recycles_total", {}).values())
 
 
 def wait_for_recycle(port: int, timeout_s: float) -> float | None:
@@ -125,11 +110,11 @@ def wait_for_recycle(port: int, timeout_s: float) -> float | None:
     deadline = time.monotonic() + timeout_s
     down_at: float | None = None
     while time.monotonic() < deadline:
-        status, _ = _get(port, "/readyz")
+        ready = _ready(port)
         now = time.monotonic()
-        if status != 200 and down_at is None:
+        if not ready and down_at is None:
             down_at = now
-        elif status == 200 and recycles(port) >= 1:
+        elif ready and recycles(port) >= 1:
             return None if down_at is None else now - down_at
         time.sleep(POLL_S)
     raise RuntimeError(f"the stack did not recycle its broker within {timeout_s:g} s")

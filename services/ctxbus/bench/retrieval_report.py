@@ -7,15 +7,31 @@ from typing import Any
 from ctxbus.bench.retrieval import HELD_OUT_NULLS, HELD_OUT_QUERIES, METHODS, K
 
 
+def _method_rows(methods: dict[str, dict[str, float]]) -> None:
+    for method, m in methods.items():
+        print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
+
+
+def _floor_cost(methods: dict[str, dict[str, float]]) -> str:
+    """recall@10 with the floor against the full ranking's, and the difference in points."""
+    full, floored = methods["full"]["recall@10"], methods["full+floor"]["recall@10"]
+    return f"recall@10 {floored:.3f} vs {full:.3f} ({(floored - full) * 100:+.1f} points)"
+
+
+def _rate_rows(abstention: dict[str, Any]) -> None:
+    """One line per group of null prompts: its count, the false injection rate with / without the floor."""
+    for group, rate in abstention["false_injection_rate"].items():
+        counts = f"{abstention['counts'][group]:>4} prompts"
+        print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+
+
 def print_abstention(quality: dict[str, Any]) -> None:
     """The abstention figures: false injections on the null prompts, precision and recall on the graded ones."""
     a = quality["abstention"]
-    full, floored = quality["methods"]["full"], quality["methods"]["full+floor"]
     precision = a["precision"]
     print(
         f"  abstention (full+floor: relevance floor + meta prompts; {a['graded_abstained']} of {quality['queries']} "
-        f"graded queries turned away): recall@10 {floored['recall@10']:.3f} vs {full['recall@10']:.3f} "
-        f"({(floored['recall@10'] - full['recall@10']) * 100:+.1f} points)"
+        f"graded queries turned away): {_floor_cost(quality['methods'])}"
     )
     print(
         f"    precision of returned items (graded relevant, top {K}): {precision['with_floor']} with the floor, "
@@ -25,9 +41,7 @@ def print_abstention(quality: dict[str, Any]) -> None:
     if not rates:
         return
     print(f"    false injection rate on {a['null_prompts']} null prompts (got any item): with / without the floor")
-    for group, rate in rates.items():
-        counts = f"{a['counts'][group]:>4} prompts"
-        print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+    _rate_rows(a)
     print(
         "    targets: false injection rate <= 0.05, recall@10 down by at most 2 points (in sample: the floor was "
         "calibrated on these prompts; `ctxbus bench retrieval --calibrate` prints the cross-validated figures)"
@@ -38,9 +52,7 @@ def print_abstention(quality: dict[str, Any]) -> None:
             f"    held out ({HELD_OUT_NULLS}: {held_out['null_prompts']} null prompts written after the floor was "
             "fixed, never used to fit it): with / without the floor"
         )
-        for group, rate in held_out["false_injection_rate"].items():
-            counts = f"{held_out['counts'][group]:>4} prompts"
-            print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+        _rate_rows(held_out)
 
 
 def print_held_out(quality: dict[str, Any]) -> None:
@@ -52,13 +64,10 @@ def print_held_out(quality: dict[str, Any]) -> None:
         f"  held out ({HELD_OUT_QUERIES}: {held['queries']} graded queries written after the ranking, the profiles "
         "and the floor were fixed)"
     )
-    for method, m in held["methods"].items():
-        print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
-    full, floored = held["methods"]["full"], held["methods"]["full+floor"]
+    _method_rows(held["methods"])
     a = held["abstention"]
     print(
-        f"    the floor: recall@10 {floored['recall@10']:.3f} vs {full['recall@10']:.3f} "
-        f"({(floored['recall@10'] - full['recall@10']) * 100:+.1f} points), {a['graded_abstained']} queries turned "
+        f"    the floor: {_floor_cost(held['methods'])}, {a['graded_abstained']} queries turned "
         f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
         f"cross-project leaks {held['cross_project_leaks']}"
     )
@@ -69,8 +78,7 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"retrieval quality: {quality['queries']} graded queries over {result['memories']} memories (k={K})")
     header = f"  {'method':<10} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'nDCG@10':>8}"
     print(header)
-    for method, m in quality["methods"].items():
-        print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
+    _method_rows(quality["methods"])
     print("  nDCG@10 by category:   " + "  ".join(f"{m:>10}" for m in METHODS))
     for category, methods in quality["by_category"].items():
         print(f"    {category:<20} " + "  ".join(f"{methods[m]['ndcg@10']:>10.3f}" for m in METHODS))

@@ -68,10 +68,16 @@ async def create_topics(settings: Settings, config: KafkaClientConfig) -> list[s
     )
 
 
-def recycle_policy(settings: Settings, broker: EmbeddedBroker | None) -> RecyclePolicy | None:
+def archive_on(settings: Settings, config: KafkaClientConfig) -> bool:
+    """Whether ``up`` archives the topics: ``CTXBUS_ARCHIVE_ENABLED``, else on for the embedded broker only."""
+    return settings.archive.enabled if settings.archive.enabled is not None else config.embedded
+
+
+def recycle_policy(
+    settings: Settings, config: KafkaClientConfig, broker: EmbeddedBroker | None
+) -> RecyclePolicy | None:
     """The policy when ``up`` may recycle: its own broker, and an archive to refill the next one from."""
-    archived = settings.archive.enabled if settings.archive.enabled is not None else broker is not None
-    if broker is None or not archived or settings.kafka.embedded_recycle_records == 0:
+    if broker is None or not archive_on(settings, config) or settings.kafka.embedded_recycle_records == 0:
         return None
     return RecyclePolicy(settings.kafka.embedded_recycle_records, settings.kafka.embedded_recycle_idle_s)
 
@@ -82,7 +88,7 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
     install_signals(terminate)
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
-    policy = recycle_policy(settings, broker)
+    policy = recycle_policy(settings, config, broker)
     recycling_since: float | None = None
     while True:
         recycle = await _round(settings, config, layout, metrics, port, terminate, broker, policy, recycling_since)
@@ -191,7 +197,7 @@ async def _round(
 async def _archiving(settings: Settings, config: KafkaClientConfig) -> AsyncIterator[Archiver | None]:
     """The archiver (None when the archive is off), refilled from and running for the body; at its end (after the
     services stopped) it reads what they wrote last, snapshots the groups' positions and flushes."""
-    if not (settings.archive.enabled if settings.archive.enabled is not None else config.embedded):
+    if not archive_on(settings, config):
         yield None
         return
     archiver = await _start_archive(settings, config)
