@@ -31,6 +31,16 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+def _exec_done(proc: subprocess.Popen[bytes], name: str) -> None:
+    """Wait until ``bash -c 'exec -a NAME ...'`` runs as NAME: while the exec is under way, /proc shows an
+    empty command line, which is no broker's (a loaded machine once caught it there)."""
+    cmdline = Path(f"/proc/{proc.pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while not cmdline.read_bytes().startswith(name.encode() + b"\0"):
+        assert time.monotonic() < deadline, f"{name} never started"
+        time.sleep(0.01)
+
+
 def test_a_live_process_that_is_not_ctxbus_does_not_make_a_stack(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
     with subprocess.Popen(["sleep", "30"]) as other:  # a recycled pid: alive, but another program
@@ -47,6 +57,7 @@ def test_a_stale_file_is_removed_and_the_broker_it_left_is_stopped(tmp_path: Pat
     settings = Settings(data_dir=tmp_path)
     orphan = subprocess.Popen(["bash", "-c", "exec -a tansu-broker sleep 30"])
     try:
+        _exec_done(orphan, "tansu-broker")
         _info(_dead_pid(), broker_pid=orphan.pid).write(settings.runtime_file)
         said = clear_stale_runtime(settings)
         assert said is not None and f"pid {orphan.pid}" in said
