@@ -122,7 +122,8 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
         ("queries", QUERIES),
         ("null_queries", NULLS),
         ("null_queries_heldout", HELD_OUT),
-        ("queries_heldout", HELD_OUT_QUERIES),
+        ("queries_heldout", HELD_OUT_QUERIES[:1]),
+        ("queries_heldout2", HELD_OUT_QUERIES[1:]),
     ):
         (tmp_path / f"{name}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
@@ -150,11 +151,18 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     assert {"with", "without", "better", "worse", "equal"} <= set(tasks["labelled"]["feature"])
     assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
     assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
-    held = quality["held_out"]  # the graded queries nothing was tuned on, scored apart
-    assert held["queries"] == 2 and held["methods"]["full"]["recall@10"] == 1.0
-    assert held["cross_project_leaks"]["full+floor"] == 0
+    held = quality["held_out"]  # the graded queries nothing was tuned on: each set apart, and both together
+    assert {name: h["queries"] for name, h in held.items()} == {
+        "queries_heldout.jsonl": 1,
+        "queries_heldout2.jsonl": 1,
+        "all": 2,
+    }
+    assert held["all"]["methods"]["full"]["recall@10"] == 1.0
+    assert held["all"]["cross_project_leaks"]["full+floor"] == 0
     held_tasks = result["task_profiles_held_out"]
-    assert set(held_tasks["labelled"]) == {"bugfix"} and held_tasks["labelled"]["bugfix"]["queries"] == 2
+    assert set(held_tasks["all"]["labelled"]) == {"bugfix"} and held_tasks["all"]["labelled"]["bugfix"]["queries"] == 2
+    assert held_tasks["queries_heldout2.jsonl"]["labelled"]["bugfix"]["queries"] == 1
     retrieval_report.print_report(result)  # the people's report renders, the held-out figures apart
     printed = capsys.readouterr().out
-    assert "queries_heldout.jsonl: 2 graded queries" in printed and "held out (2 graded queries" in printed
+    assert "queries_heldout.jsonl: 1 graded queries" in printed and "queries_heldout2.jsonl: 1 graded" in printed
+    assert "all held-out sets: 2 graded queries" in printed

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
+from ctxbus.bench.retrieval_tasks import HELD_OUT_ALL
 from ctxbus.bench.stats import percentile
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "retrieval"
@@ -101,8 +102,9 @@ class NullPrompt:
 
 #: Null prompts written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not read them).
 HELD_OUT_NULLS = "null_queries_heldout.jsonl"
-#: Graded queries written after the ranking, the task-type profiles and the floor were fixed (the same rule).
-HELD_OUT_QUERIES = "queries_heldout.jsonl"
+#: Graded query sets written after the ranking, the task-type profiles and the floor were fixed (the same rule):
+#: the first drew its topics from memories ``queries.jsonl`` hardly uses, the second as ``queries.jsonl`` did.
+HELD_OUT_QUERY_SETS = ("queries_heldout.jsonl", "queries_heldout2.jsonl")
 
 
 def load_nulls(path: Path) -> list[NullPrompt]:
@@ -328,7 +330,7 @@ def run(
     queries = load_queries(data_dir / "queries.jsonl")
     nulls = load_nulls(data_dir / "null_queries.jsonl")
     held_out = load_nulls(data_dir / HELD_OUT_NULLS)
-    held_out_queries = load_queries(data_dir / HELD_OUT_QUERIES) if (data_dir / HELD_OUT_QUERIES).exists() else []
+    held_out_sets = {name: load_queries(data_dir / name) for name in HELD_OUT_QUERY_SETS if (data_dir / name).exists()}
     with tempfile.TemporaryDirectory(prefix="ctxbus-bench-retrieval-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         with Memory.open(settings) as memory:
@@ -340,11 +342,8 @@ def run(
             if held_out:
                 quality["abstention_held_out"] = evaluate_nulls(memory, held_out)
             tasks = _task_profile_figures(memory, queries)
-            if held_out_queries:
-                quality["held_out"] = evaluate(memory, held_out_queries)
-                tasks["task_profiles_held_out"] = _task_profile_figures(memory, held_out_queries, domains=False)[
-                    "task_profiles"
-                ]
+            if held_out_sets:
+                quality["held_out"], tasks["task_profiles_held_out"] = _held_out_figures(memory, held_out_sets)
             speed_small = measure_speed(memory, queries, 1)
             started = time.perf_counter()
             fill(memory, scale, log=lambda m: None)
@@ -364,6 +363,17 @@ def run(
         "speed_labelled_set": speed_small,
         "speed": {"memories": total, **speed},
     }
+
+
+def _held_out_figures(memory: Any, sets: dict[str, list[LabelledQuery]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each held-out set's quality and profile figures, and (with more than one set) all of them together."""
+    if len(sets) > 1:
+        sets = {**sets, HELD_OUT_ALL: [q for queries in sets.values() for q in queries]}
+    quality = {name: evaluate(memory, queries) for name, queries in sets.items()}
+    tasks = {
+        name: _task_profile_figures(memory, queries, domains=False)["task_profiles"] for name, queries in sets.items()
+    }
+    return quality, tasks
 
 
 def _task_profile_figures(memory: Any, queries: Sequence[LabelledQuery], *, domains: bool = True) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbus.bench.retrieval import HELD_OUT_NULLS, HELD_OUT_QUERIES, METHODS, K
+from ctxbus.bench.retrieval import HELD_OUT_NULLS, METHODS, K
+from ctxbus.bench.retrieval_tasks import HELD_OUT_ALL
 
 
 def _method_rows(methods: dict[str, dict[str, float]]) -> None:
@@ -56,21 +57,20 @@ def print_abstention(quality: dict[str, Any]) -> None:
 
 
 def print_held_out(quality: dict[str, Any]) -> None:
-    """The held-out graded queries: every method, and what the floor costs them."""
-    held = quality.get("held_out")
-    if not held:
-        return
-    print(
-        f"  held out ({HELD_OUT_QUERIES}: {held['queries']} graded queries written after the ranking, the profiles "
-        "and the floor were fixed)"
-    )
-    _method_rows(held["methods"])
-    a = held["abstention"]
-    print(
-        f"    the floor: {_floor_cost(held['methods'])}, {a['graded_abstained']} queries turned "
-        f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
-        f"cross-project leaks {held['cross_project_leaks']}"
-    )
+    """Each held-out set of graded queries (and all of them together): every method, and what the floor costs."""
+    for name, held in (quality.get("held_out") or {}).items():
+        which = "all held-out sets" if name == HELD_OUT_ALL else name
+        print(
+            f"  held out ({which}: {held['queries']} graded queries written after the ranking, the profiles and the "
+            "floor were fixed)"
+        )
+        _method_rows(held["methods"])
+        a = held["abstention"]
+        print(
+            f"    the floor: {_floor_cost(held['methods'])}, {a['graded_abstained']} queries turned "
+            f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
+            f"cross-project leaks {held['cross_project_leaks']}"
+        )
 
 
 def print_report(result: dict[str, Any]) -> None:

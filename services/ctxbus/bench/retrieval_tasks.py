@@ -23,6 +23,8 @@ from typing import Any, Protocol
 from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
 
 K = 10
+#: The key of the held-out sets' figures taken together (``ctxbus bench retrieval``).
+HELD_OUT_ALL = "all"
 #: nDCG differences below this are a tie
 TIE = 1e-9
 
@@ -128,12 +130,11 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def print_held_out(result: dict[str, Any]) -> None:
-    """The profiles on the held-out graded queries (labelled task types), when the set has them."""
-    tasks = result.get("task_profiles_held_out")
-    if not tasks:
-        return
-    print(f"  held out ({tasks['labelled_queries']} graded queries nothing was tuned on), labelled task types:")
-    _table({**tasks["labelled"], "all": tasks["labelled_all"]})
+    """The profiles on each held-out set of graded queries (labelled task types), and on all of them together."""
+    for name, tasks in (result.get("task_profiles_held_out") or {}).items():
+        which = "all held-out sets" if name == HELD_OUT_ALL else name
+        print(f"  held out ({which}: {tasks['labelled_queries']} graded queries nothing was tuned on), labelled types:")
+        _table({**tasks["labelled"], "all": tasks["labelled_all"]})
 
 
 def _table(rows: dict[str, dict[str, Any]]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ctxbus.bench.retrieval import DATA_DIR, HELD_OUT_QUERIES, load_queries
+from ctxbus.bench.retrieval import DATA_DIR, HELD_OUT_QUERY_SETS, load_queries
 from ctxbus.contract.payloads import TaskType
 
 
@@ -19,7 +19,7 @@ def _memories() -> dict[str, str]:
     return {str(r["id"]): str(r["project"]) for r in rows}
 
 
-@pytest.mark.parametrize("name", ["queries.jsonl", HELD_OUT_QUERIES])
+@pytest.mark.parametrize("name", ["queries.jsonl", *HELD_OUT_QUERY_SETS])
 def test_every_graded_memory_exists_and_belongs_to_the_query_project_or_is_global(name: str) -> None:
     projects = _memories()
     queries = load_queries(DATA_DIR / name)
@@ -35,14 +35,18 @@ def test_every_graded_memory_exists_and_belongs_to_the_query_project_or_is_globa
         assert q.task_type is None or q.task_type in task_types, q.id
 
 
-def test_the_held_out_queries_are_not_the_first_sets() -> None:
-    first = {q.query.casefold().strip() for q in load_queries(DATA_DIR / "queries.jsonl")}
-    held = load_queries(DATA_DIR / HELD_OUT_QUERIES)
+@pytest.mark.parametrize(("index", "prefix"), [(0, "hq-"), (1, "hq2-")])
+def test_each_held_out_set_is_new_queries(index: int, prefix: str) -> None:
+    earlier = ["queries.jsonl", *HELD_OUT_QUERY_SETS[:index]]
+    seen = {q.query.casefold().strip() for name in earlier for q in load_queries(DATA_DIR / name)}
+    ids = {q.id for name in earlier for q in load_queries(DATA_DIR / name)}
+    held = load_queries(DATA_DIR / HELD_OUT_QUERY_SETS[index])
     assert len(held) >= 60
-    assert not [q.id for q in held if q.query.casefold().strip() in first]
-    assert all(q.id.startswith("hq-") for q in held)
+    assert not [q.id for q in held if q.query.casefold().strip() in seen]
+    assert all(q.id.startswith(prefix) and q.id not in ids for q in held)
 
 
-def test_the_data_folder_documents_the_held_out_queries() -> None:
+@pytest.mark.parametrize("name", HELD_OUT_QUERY_SETS)
+def test_the_data_folder_documents_the_held_out_queries(name: str) -> None:
     readme = (Path(DATA_DIR) / "README.md").read_text(encoding="utf-8")
-    assert f"`{HELD_OUT_QUERIES}`" in readme
+    assert f"`{name}`" in readme
