@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbus.bench.retrieval import HELD_OUT_NULLS, METHODS, K
-from ctxbus.bench.retrieval_tasks import HELD_OUT_ALL
+from ctxbus.bench.retrieval_tasks import held_out_name
+
+#: The head of a table of methods (recall, MRR and nDCG of each).
+METHODS_HEADER = f"  {'method':<10} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'nDCG@10':>8}"
 
 
 def _method_rows(methods: dict[str, dict[str, float]]) -> None:
@@ -59,11 +62,11 @@ def print_abstention(quality: dict[str, Any]) -> None:
 def print_held_out(quality: dict[str, Any]) -> None:
     """Each held-out set of graded queries (and all of them together): every method, and what the floor costs."""
     for name, held in (quality.get("held_out") or {}).items():
-        which = "all held-out sets" if name == HELD_OUT_ALL else name
         print(
-            f"  held out ({which}: {held['queries']} graded queries written after the ranking, the profiles and the "
-            "floor were fixed)"
+            f"  held out ({held_out_name(name)}: {held['queries']} graded queries written after the ranking, the "
+            "profiles and the floor were fixed)"
         )
+        print(METHODS_HEADER)
         _method_rows(held["methods"])
         a = held["abstention"]
         print(
@@ -76,8 +79,7 @@ def print_held_out(quality: dict[str, Any]) -> None:
 def print_report(result: dict[str, Any]) -> None:
     quality = result["quality"]
     print(f"retrieval quality: {quality['queries']} graded queries over {result['memories']} memories (k={K})")
-    header = f"  {'method':<10} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'nDCG@10':>8}"
-    print(header)
+    print(METHODS_HEADER)
     _method_rows(quality["methods"])
     print("  nDCG@10 by category:   " + "  ".join(f"{m:>10}" for m in METHODS))
     for category, methods in quality["by_category"].items():

@@ -29,6 +29,11 @@ HELD_OUT_ALL = "all"
 TIE = 1e-9
 
 
+def held_out_name(name: str) -> str:
+    """How the report names a held-out set (its file), or all of them together."""
+    return "all held-out sets" if name == HELD_OUT_ALL else name
+
+
 class Query(Protocol):
     @property
     def id(self) -> str: ...
@@ -132,8 +137,8 @@ def print_report(result: dict[str, Any]) -> None:
 def print_held_out(result: dict[str, Any]) -> None:
     """The profiles on each held-out set of graded queries (labelled task types), and on all of them together."""
     for name, tasks in (result.get("task_profiles_held_out") or {}).items():
-        which = "all held-out sets" if name == HELD_OUT_ALL else name
-        print(f"  held out ({which}: {tasks['labelled_queries']} graded queries nothing was tuned on), labelled types:")
+        queries = tasks["labelled_queries"]
+        print(f"  held out ({held_out_name(name)}: {queries} graded queries nothing was tuned on), labelled types:")
         _table({**tasks["labelled"], "all": tasks["labelled_all"]})
 
 
