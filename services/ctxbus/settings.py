@@ -241,6 +241,9 @@ class GatewaySettings(BaseSettings):
     #: Host header values admitted besides the loopback names on the gateway's own port (comma-separated
     #: ``host`` or ``host:port``; ``host`` alone admits any port), e.g. a port published under another number
     allowed_hosts: str = ""
+    #: embed a hook's query while its request crosses the bus, when the retriever runs in the gateway's process
+    #: (``ctxbus up``): the retriever finds the vector done or under way (``ctxbus bench hooks``)
+    warm_queries: bool = True
 
     @field_validator("secret")
     @classmethod

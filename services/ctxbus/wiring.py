@@ -24,6 +24,7 @@ from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.components import injector_handler, open_embedder, open_store, retriever_handler, utc_now
 from ctxbus.contract.envelope import EventType
+from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.contract.topics import Topics
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler
 from ctxbus.injector.expiry import InjectorDeadlines
@@ -51,6 +52,13 @@ class Resources:
     record: InjectionRecord | None = None
     attempts: AttemptStore | None = None
     ledger: LearningLedger | None = None
+    #: embeds a request's query ahead of the retriever of this process (set when it runs here; see the gateway)
+    warm: Callable[[RetrievalRequested], None] | None = None
+
+    def warm_query(self, request: RetrievalRequested) -> None:
+        """The retriever's ``warm`` when a retriever runs in this process; nothing otherwise."""
+        if self.warm is not None:
+            self.warm(request)
 
     def close(self) -> None:
         if self.ledger is not None:
@@ -96,6 +104,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
         # the next queries embedded together, prompts asked again not embedded again
         queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
         retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
+        res.warm = retriever.warm
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
@@ -323,7 +332,9 @@ async def run_gateway(
             patterns_file=settings.hook.patterns_file,
             home=Path.home(),
         )
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns)
+        # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
+        warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
+        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm)
         server = HttpServer(
             admission.wrap(gateway.handle),
             host=settings.gateway.host,

@@ -83,7 +83,9 @@ def _context_of(output: bytes) -> str | None:
     return context if isinstance(context, str) and len(context) <= 10_000 else None
 
 
-def run(memories_count: int, calls: int) -> dict[str, Any]:
+def run(memories_count: int, calls: int, *, distinct: bool = False) -> dict[str, Any]:
+    """``distinct``: every prompt made unique, as a user's prompts are (the corpus's repeat: a prompt asked again
+    finds its query vector remembered)."""
     walls: list[float] = []
     http_ms: list[float] = []
     with_context = invalid = http_context = http_invalid = 0
@@ -93,6 +95,8 @@ def run(memories_count: int, calls: int) -> dict[str, Any]:
         runtime = json.loads((stack.settings.data_dir / "runtime.json").read_text())
         port, secret = int(runtime["gateway_port"]), read_secret({}, str(stack.settings.data_dir)) or ""
         pairs = prompts(2 * (calls + WARMUP_CALLS))
+        if distinct:
+            pairs = [(domain, f"{prompt} (case {n})") for n, (domain, prompt) in enumerate(pairs)]
         for i in range(calls + WARMUP_CALLS):
             stdin = hook_input(i, pairs[2 * i][1], cwd)
             started = time.perf_counter()
@@ -118,6 +122,7 @@ def run(memories_count: int, calls: int) -> dict[str, Any]:
     return {
         "memories": memories_count,
         "calls": calls,
+        "distinct_prompts": distinct,
         "wall_ms": summary(walls),
         "with_context": with_context,
         "invalid_output": invalid,
@@ -129,7 +134,8 @@ def run(memories_count: int, calls: int) -> dict[str, Any]:
 
 def print_report(result: dict[str, Any]) -> None:
     s, h = result["wall_ms"], result["http_ms"]
-    print(f"ctxbus bench hooks: {result['calls']} hook processes, {result['memories']} memories, stack running")
+    kind = "distinct prompts" if result.get("distinct_prompts") else "the corpus's prompts (about half repeat)"
+    print(f"ctxbus bench hooks: {result['calls']} hook processes, {result['memories']} memories, {kind}, stack running")
     print(
         f"  command hook, wall time per process   p50 {s['p50']:6.1f}  p95 {s['p95']:6.1f}  p99 {s['p99']:6.1f}  "
         f"max {s['max']:6.1f} ms"

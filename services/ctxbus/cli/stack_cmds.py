@@ -66,6 +66,9 @@ def register(sub: Any) -> None:
     hooks = bsub.add_parser("hooks", help="the Claude Code hook, a fresh process per call, with the stack running")
     hooks.add_argument("--memories", type=int, default=1_000)
     hooks.add_argument("--calls", type=int, default=200)
+    hooks.add_argument(
+        "--distinct-prompts", action="store_true", help="every prompt unique, as a user's are (the corpus's repeat)"
+    )
     hooks.add_argument("--json", action="store_true")
     hooks.set_defaults(handler=cmd_bench_hooks)
     pre = bsub.add_parser("precontext", help="seed 003's pre-context builders: build time and size")
@@ -198,7 +201,7 @@ def cmd_bench_hooks(args: argparse.Namespace) -> int:
     if args.memories < 1 or args.calls < 1:
         raise CliError("--memories and --calls must be positive")
     ensure_bytecode()
-    result = hooks.run(args.memories, args.calls)
+    result = hooks.run(args.memories, args.calls, distinct=args.distinct_prompts)
     emit(args, result, hooks.print_report)
     return 0 if result["invalid_output"] == 0 and result["http_invalid"] == 0 else 1
 

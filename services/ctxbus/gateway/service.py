@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import OutcomeRecorded
+from ctxbus.contract.payloads import OutcomeRecorded, RetrievalRequested
 from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED, with_deadline
 from ctxbus.core.hook_evidence import TOOL_EVENTS
@@ -62,7 +63,12 @@ class HookGateway:
         library: LibraryRoutes | None = None,
         outcomes: OutcomeTracker | None = None,
         patterns: PatternSync | None = None,
+        warm: Callable[[RetrievalRequested], None] | None = None,
     ) -> None:
+        """``warm``: embeds a request's query ahead of the retriever (blocking; run in a worker thread while the
+        request is published and crosses the bus), when the retriever runs in this process."""
+        self._warm = warm
+        self._warming: set[asyncio.Task[None]] = set()
         self._library = library
         #: the outcome inference (None when CTXBUS_HOOK_OUTCOMES=false)
         self._outcomes = outcomes
@@ -141,6 +147,7 @@ class HookGateway:
         if self._outcomes is not None and event == "UserPromptSubmit":
             self._outcomes.turn_started(hook_input, request.correlation_id)
         self._router.expect(request.correlation_id)
+        self._start_warming(payload)
         try:
             await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), wait.left())
             injected = await self._router.wait(request.correlation_id, wait.left())
@@ -170,6 +177,19 @@ class HookGateway:
             correlation_id=str(request.correlation_id),
         )
         return hook_output(event, context, self._settings.max_chars), "injected" if context else "empty"
+
+    def _start_warming(self, payload: RetrievalRequested) -> None:
+        """The request's query embedded in a worker thread meanwhile (never in the hook's way: a failure is logged)."""
+        if self._warm is None:
+            return
+        task = asyncio.create_task(asyncio.to_thread(self._warm, payload))
+        self._warming.add(task)
+        task.add_done_callback(self._warmed)
+
+    def _warmed(self, task: asyncio.Task[None]) -> None:
+        self._warming.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("query_warm_failed", error=repr(task.exception()))
 
     def _file_fallback(self, cwd: str | None) -> str:
         if cwd is None:  # the client named the project but no directory: no pattern file to read

@@ -135,10 +135,21 @@ class RetrieverHandler:
 
     def _embeds(self, event: AnyEnvelope) -> str | None:
         """The text ``complete`` will embed for an event (None: it embeds nothing for it)."""
-        request = event.payload
-        if not isinstance(request, RetrievalRequested) or not request.prompt.strip():
+        return self._query_of(event.payload) if isinstance(event.payload, RetrievalRequested) else None
+
+    def _query_of(self, request: RetrievalRequested) -> str | None:
+        """The text ``complete`` will embed for a request (None: an empty or meta prompt, nothing embedded)."""
+        if not request.prompt.strip() or self._meta_prompt(request) is not None:
             return None
-        return None if self._meta_prompt(request) is not None else query_text(request)
+        return query_text(request)
+
+    def warm(self, request: RetrievalRequested) -> None:
+        """Embed the query ``complete`` will embed for ``request`` now, ahead of it (blocking; nothing for a prompt it
+        embeds nothing for): with the remembering embedder of the retriever, the request finds its vector done or
+        under way when it arrives (the gateway calls this while the request crosses the bus)."""
+        text = self._query_of(request)
+        if text is not None:
+            self._embedder.embed_query(text)
 
     async def prepare(self, batch: Sequence[tuple[AnyEnvelope, int]]) -> int:
         """Embed the next requests' queries together (one model call, at most ``query_batch`` of them) before each

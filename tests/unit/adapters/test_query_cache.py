@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 
 from ctxbus.adapters.embedding.query_cache import CachedQueryEmbedder, cache_key
@@ -67,3 +69,70 @@ def test_everything_else_is_the_wrapped_embedders() -> None:
     cached.embed(["x", "x"])
     cached.embed(["x"])
     assert inner.calls == [["x", "x"], ["x"]]  # memory items are never cached
+
+
+class SlowEmbedder(CountingEmbedder):
+    """Each model call takes a while, so a second caller arrives while the first is under way."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        time.sleep(self.seconds)
+        return super().embed(texts)
+
+
+def test_a_query_under_way_is_waited_for_not_embedded_twice() -> None:
+    inner = SlowEmbedder(0.2)
+    cached = CachedQueryEmbedder(inner, size=10)
+    first = threading.Thread(target=cached.embed_query, args=("fix the login bug",))
+    first.start()
+    time.sleep(0.05)  # the first call is inside the model now (the gateway warming a request's vector)
+    assert cached.embed_query("fix  the login bug") == [17.0, 1.0]  # the retriever: same key, waits for it
+    first.join()
+    assert inner.calls == [["fix the login bug"]]
+    assert cached.embed_queries(["fix the login bug", "other"]) == [[17.0, 1.0], [5.0, 1.0]]
+    assert inner.calls == [["fix the login bug"], ["other"]]
+
+
+def test_a_batch_waits_for_its_texts_under_way_and_embeds_the_rest() -> None:
+    inner = SlowEmbedder(0.2)
+    cached = CachedQueryEmbedder(inner, size=10)
+    first = threading.Thread(target=cached.embed_query, args=("warm one",))
+    first.start()
+    time.sleep(0.05)
+    assert cached.embed_queries(["warm one", "cold"]) == [[8.0, 1.0], [4.0, 1.0]]
+    first.join()
+    assert inner.calls == [["warm one"], ["cold"]]
+
+
+def test_a_failed_call_under_way_leaves_the_waiter_to_embed_itself() -> None:
+    class Failing(CountingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fail = True
+
+        def embed(self, texts: Sequence[str]) -> list[Vector]:
+            time.sleep(0.1)
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("model down")
+            return super().embed(texts)
+
+    inner = Failing()
+    cached = CachedQueryEmbedder(inner, size=10)
+    errors: list[BaseException] = []
+
+    def warm() -> None:
+        try:
+            cached.embed_query("q")
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=warm)
+    first.start()
+    time.sleep(0.03)
+    assert cached.embed_query("q") == [1.0, 1.0]  # the first call failed: this one embedded it
+    first.join()
+    assert len(errors) == 1 and inner.calls == [["q"]]

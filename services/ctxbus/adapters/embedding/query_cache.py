@@ -6,13 +6,18 @@
 - A bounded LRU cache of query vectors keyed by the text as the model reads it (cut to the window, blanks
   collapsed: the tokenizer splits on whitespace, so the tokens, and the vector, are the same): a prompt asked
   again (a retry, a sub-agent, a re-sent hook) is not embedded again.
+- A query under way is not embedded twice: a caller that asks for a text another thread is embedding waits for
+  that result (the gateway starts a hook's query while its request crosses the bus, and the retriever then finds
+  the vector done or nearly done). A call under way that fails leaves its waiters to embed the text themselves.
 
 Everything else (memory items, token counts) goes to the wrapped embedder untouched. Thread-safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
 
 from ctxbus.core.bounds import prefix
 from ctxbus.core.lru import Lru
@@ -20,6 +25,8 @@ from ctxbus.ports import Embedder, Vector
 
 #: query vectors kept (384 floats each: about 3.5 MB of Python floats per 1,000)
 DEFAULT_SIZE = 2_048
+#: the longest a caller waits for another thread's embedding of the same text before embedding it itself
+WAIT_S = 5.0
 
 
 def cache_key(text: str, max_chars: int) -> str:
@@ -34,6 +41,9 @@ class CachedQueryEmbedder:
         self._inner = inner
         self._max_chars = max_chars if max_chars is not None else getattr(inner, "max_chars", 1 << 30)
         self._vectors = Lru[str, Vector](max(0, size))
+        #: texts being embedded now (key -> set once its vector is remembered, or the call failed)
+        self._under_way: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
@@ -68,13 +78,44 @@ class CachedQueryEmbedder:
         return vector
 
     def embed_query(self, text: str) -> Vector:
-        """The query's vector (the cached one when the same text was embedded lately). Do not modify it."""
+        """The query's vector (the cached one when the same text was embedded lately or is being embedded now by
+        another thread). Do not modify it."""
         key = cache_key(text, self._max_chars)
         vector = self._get(key)
-        if vector is None:
+        if vector is not None:
+            return vector
+        vector = self._awaited(key)
+        if vector is not None:
+            return vector
+        with self._embedding(key):
             vector = self._inner.embed_query(text)
             self._vectors.put(key, vector)
         return vector
+
+    def _awaited(self, key: str) -> Vector | None:
+        """The vector of ``key`` once another thread's call under way has it (None: none under way, or it failed)."""
+        with self._lock:
+            done = self._under_way.get(key)
+        if done is None or not done.wait(WAIT_S):
+            return None
+        return self._vectors.get(key)
+
+    @contextlib.contextmanager
+    def _embedding(self, *keys: str) -> Iterator[None]:
+        """Marks ``keys`` as being embedded by this thread for the body; their waiters are released at its end
+        (the vectors remembered, or the call failed)."""
+        done = threading.Event()
+        with self._lock:
+            for key in keys:
+                self._under_way.setdefault(key, done)
+        try:
+            yield
+        finally:
+            with self._lock:
+                for key in keys:
+                    if self._under_way.get(key) is done:
+                        del self._under_way[key]
+            done.set()
 
     def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Every text's vector, in order: the ones not cached embedded together (one model call per chunk of
@@ -90,10 +131,18 @@ class CachedQueryEmbedder:
                 missing[key] = text
             else:
                 found[key] = vector
-        if missing:
-            for key, vector in zip(missing, self._inner.embed(list(missing.values())), strict=True):
+        with self._lock:
+            elsewhere = [key for key in missing if key in self._under_way]
+        for key in elsewhere:  # another thread is embedding it: take its vector (or embed it below if that failed)
+            vector = self._awaited(key)
+            if vector is not None:
                 found[key] = vector
-                self._vectors.put(key, vector)
+                del missing[key]
+        if missing:
+            with self._embedding(*missing):
+                for key, vector in zip(missing, self._inner.embed(list(missing.values())), strict=True):
+                    found[key] = vector
+                    self._vectors.put(key, vector)
         return [found[key] for key in keys]
 
     def __len__(self) -> int:
