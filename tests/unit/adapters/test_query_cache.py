@@ -136,3 +136,14 @@ def test_a_failed_call_under_way_leaves_the_waiter_to_embed_itself() -> None:
     assert cached.embed_query("q") == [1.0, 1.0]  # the first call failed: this one embedded it
     first.join()
     assert len(errors) == 1 and inner.calls == [["q"]]
+
+
+def test_with_the_cache_off_a_query_under_way_is_still_shared() -> None:
+    inner = SlowEmbedder(0.2)
+    cached = CachedQueryEmbedder(inner, size=0)  # nothing remembered: the call under way hands its vector over
+    first = threading.Thread(target=cached.embed_query, args=("shared",))
+    first.start()
+    time.sleep(0.05)
+    assert cached.embed_query("shared") == [6.0, 1.0]
+    first.join()
+    assert inner.calls == [["shared"]] and len(cached) == 0

@@ -34,6 +34,14 @@ def cache_key(text: str, max_chars: int) -> str:
     return " ".join(prefix(text, max_chars).split())
 
 
+class _Call:
+    """One model call under way: set ``done`` once it ended; ``vectors`` holds what it embedded (by key)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.vectors: dict[str, Vector] = {}
+
+
 class CachedQueryEmbedder:
     """The ``Embedder`` port around another one, with batched and remembered query embeddings."""
 
@@ -41,8 +49,8 @@ class CachedQueryEmbedder:
         self._inner = inner
         self._max_chars = max_chars if max_chars is not None else getattr(inner, "max_chars", 1 << 30)
         self._vectors = Lru[str, Vector](max(0, size))
-        #: texts being embedded now (key -> set once its vector is remembered, or the call failed)
-        self._under_way: dict[str, threading.Event] = {}
+        #: texts being embedded now, and the call that embeds each
+        self._under_way: dict[str, _Call] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -87,35 +95,35 @@ class CachedQueryEmbedder:
         vector = self._awaited(key)
         if vector is not None:
             return vector
-        with self._embedding(key):
-            vector = self._inner.embed_query(text)
+        with self._embedding(key) as call:
+            vector = call.vectors[key] = self._inner.embed_query(text)
             self._vectors.put(key, vector)
         return vector
 
     def _awaited(self, key: str) -> Vector | None:
         """The vector of ``key`` once another thread's call under way has it (None: none under way, or it failed)."""
         with self._lock:
-            done = self._under_way.get(key)
-        if done is None or not done.wait(WAIT_S):
+            call = self._under_way.get(key)
+        if call is None or not call.done.wait(WAIT_S):
             return None
-        return self._vectors.get(key)
+        return call.vectors.get(key)
 
     @contextlib.contextmanager
-    def _embedding(self, *keys: str) -> Iterator[None]:
-        """Marks ``keys`` as being embedded by this thread for the body; their waiters are released at its end
-        (the vectors remembered, or the call failed)."""
-        done = threading.Event()
+    def _embedding(self, *keys: str) -> Iterator[_Call]:
+        """Marks ``keys`` as being embedded by this thread for the body, which puts their vectors in the call; the
+        waiters are released at its end (with the vectors, or none when the call failed)."""
+        call = _Call()
         with self._lock:
             for key in keys:
-                self._under_way.setdefault(key, done)
+                self._under_way.setdefault(key, call)
         try:
-            yield
+            yield call
         finally:
             with self._lock:
                 for key in keys:
-                    if self._under_way.get(key) is done:
+                    if self._under_way.get(key) is call:
                         del self._under_way[key]
-            done.set()
+            call.done.set()
 
     def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Every text's vector, in order: the ones not cached embedded together (one model call per chunk of
@@ -139,9 +147,9 @@ class CachedQueryEmbedder:
                 found[key] = vector
                 del missing[key]
         if missing:
-            with self._embedding(*missing):
+            with self._embedding(*missing) as call:
                 for key, vector in zip(missing, self._inner.embed(list(missing.values())), strict=True):
-                    found[key] = vector
+                    found[key] = call.vectors[key] = vector
                     self._vectors.put(key, vector)
         return [found[key] for key in keys]
 
