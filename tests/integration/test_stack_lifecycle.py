@@ -18,6 +18,8 @@ import pytest
 
 from ctxbus.adapters.broker_embedded import EmbeddedBroker, free_port
 
+from .quiet_ports import quiet_port
+
 pytestmark = pytest.mark.integration
 
 UP_TIMEOUT_S = 60.0
@@ -120,7 +122,7 @@ def test_a_sigkilled_stack_leaves_no_broker_and_the_next_up_takes_its_place(
     tmp_path: Path, up_procs: list[subprocess.Popen[bytes]]
 ) -> None:
     data = tmp_path / "data"
-    port = free_port()
+    port = quiet_port()  # once the broker lets go of it, no client's connect() may pick it up
     env = _env(data, CTXBUS_KAFKA_EMBEDDED_PORT=str(port))
     first = _start_up(env, tmp_path / "first.log")
     up_procs.append(first)

@@ -36,6 +36,7 @@ from ctxbus.core.process_layout import RestartBudget
 from ctxbus.settings import KafkaSettings, Settings
 
 from .kafka_io import read_all
+from .quiet_ports import quiet_port
 from .up_stack import stop_quietly
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -124,7 +125,7 @@ class Up:
     """``ctxbus up`` as a user runs it, in its own session (as a terminal's job would be)."""
 
     def __init__(self, tmp: Path, **extra: str) -> None:
-        self.data, self.log, self.port = tmp / "data", tmp / "up.log", free_port()
+        self.data, self.log, self.port = tmp / "data", tmp / "up.log", quiet_port()
         self.env = _env(self.data, self.port, **extra)
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -308,11 +309,12 @@ async def test_a_killed_child_is_restarted_and_the_stack_answers_again(up: Up) -
 
 
 def test_a_child_that_cannot_start_stops_up_with_a_clear_error(tmp_path: Path) -> None:
+    base = quiet_port(span=2)  # up's own metrics port must stay free while the child's is taken
+    child_port = base + 1
     with socket.socket() as taken:  # the child's metrics port (base + 1, the injector's) is taken
-        taken.bind(("127.0.0.1", 0))
+        taken.bind(("127.0.0.1", child_port))
         taken.listen()
-        child_port = taken.getsockname()[1]
-        env = _env(tmp_path / "data", free_port(), CTXBUS_SERVICE_METRICS_PORT=str(child_port - 1))
+        env = _env(tmp_path / "data", free_port(), CTXBUS_SERVICE_METRICS_PORT=str(base))
         done = _ctxbus(env, "up", timeout=UP_TIMEOUT_S)
     text = done.stderr
     assert done.returncode == 1, text

@@ -11,7 +11,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ctxbus.adapters.broker_embedded import free_port
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.archive.files import read_partition, scan
@@ -22,6 +21,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.settings import KafkaSettings
 
 from .kafka_io import read_all
+from .quiet_ports import quiet_port
 
 UP_TIMEOUT_S = 90.0
 FLUSH_MS = 200
@@ -48,7 +48,7 @@ class Stack:
     def __init__(self, tmp: Path, extra_env: Mapping[str, str] | None = None) -> None:
         self.extra_env = dict(extra_env or {})
         self.data = tmp / "data"
-        self.port = free_port()
+        self.port = quiet_port()  # restarted on this port: no client's connect() may take it meanwhile
         self.log = tmp / "up.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
