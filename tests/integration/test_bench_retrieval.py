@@ -121,7 +121,8 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
         ("memories", MEMORIES),
         ("queries", QUERIES),
         ("null_queries", NULLS),
-        ("null_queries_heldout", HELD_OUT),
+        ("null_queries_heldout", HELD_OUT[:1]),
+        ("null_queries_heldout2", HELD_OUT[1:]),
         ("queries_heldout", HELD_OUT_QUERIES[:1]),
         ("queries_heldout2", HELD_OUT_QUERIES[1:]),
     ):
@@ -137,9 +138,16 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     rates = abstention["false_injection_rate"]
     assert rates["all"]["with_floor"] == 0.0 and rates["meta"]["with_floor"] == 0.0
     assert rates["topic"]["with_floor"] == 0.0 and rates["topic: off_stack"]["with_floor"] == 0.0
-    held_out = quality["abstention_held_out"]  # judged apart from the prompts the floor was fitted on
-    assert held_out["null_prompts"] == 2 and held_out["counts"]["meta"] == 1
-    assert held_out["false_injection_rate"]["all"]["with_floor"] == 0.0
+    assert rates["all"]["with_floor_ci95"][0] == 0.0 < rates["all"]["with_floor_ci95"][1] < 1.0  # 0 of 3: exact
+    assert abstention["recall_cost"] == {"points": 0.0, "ci95": [0.0, 0.0]}  # no graded query turned away
+    held_out = quality["abstention_held_out"]  # judged apart from the prompts the floor was fitted on: each set, all
+    assert {name: h["null_prompts"] for name, h in held_out.items()} == {
+        "null_queries_heldout.jsonl": 1,
+        "null_queries_heldout2.jsonl": 1,
+        "all": 2,
+    }
+    assert held_out["all"]["counts"]["meta"] == 1
+    assert held_out["all"]["false_injection_rate"]["all"]["with_floor"] == 0.0
     precision = abstention["precision"]
     assert 0 < precision["without_floor"] <= precision["with_floor"] <= 1
     assert quality["cautionary_returned"] == quality["cautionary_shown_as_warning"] == 1
@@ -148,7 +156,11 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     assert 0 < result["speed"]["p50_ms"] <= result["speed"]["p99_ms"]
     tasks = result["task_profiles"]
     assert set(tasks["labelled"]) == {"feature"} and tasks["labelled"]["feature"]["queries"] == 2
-    assert {"with", "without", "better", "worse", "equal"} <= set(tasks["labelled"]["feature"])
+    feature = tasks["labelled"]["feature"]
+    assert {"with", "without", "better", "worse", "equal"} <= set(feature)
+    low, high = feature["ndcg_delta_ci95"]  # how sure the difference is
+    assert low <= feature["ndcg_delta"] <= high and 0 <= feature["sign_test_p"] <= 1
+    assert feature["verdict"] in ("better", "worse", "level")
     assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
     assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
     held = quality["held_out"]  # the graded queries nothing was tuned on: each set apart, and both together
@@ -166,3 +178,5 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     printed = capsys.readouterr().out
     assert "queries_heldout.jsonl: 1 graded queries" in printed and "queries_heldout2.jsonl: 1 graded" in printed
     assert "all held-out sets: 2 graded queries" in printed
+    assert "null_queries_heldout2.jsonl: 1 null prompts" in printed and "all held-out sets: 2 null prompts" in printed
+    assert "95% interval" in printed and "sign p" in printed

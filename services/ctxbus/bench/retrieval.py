@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxbus.bench.intervals import bootstrap_mean, clopper_pearson
 from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
 from ctxbus.bench.retrieval_tasks import HELD_OUT_ALL
 from ctxbus.bench.stats import percentile
@@ -100,8 +101,9 @@ class NullPrompt:
         return self.category == "meta"
 
 
-#: Null prompts written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not read them).
-HELD_OUT_NULLS = "null_queries_heldout.jsonl"
+#: Null prompt sets written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not
+#: read them).
+HELD_OUT_NULL_SETS = ("null_queries_heldout.jsonl", "null_queries_heldout2.jsonl")
 #: Graded query sets written after the ranking, the task-type profiles and the floor were fixed (the same rule):
 #: the first drew its topics from memories ``queries.jsonl`` hardly uses, the second as ``queries.jsonl`` did.
 HELD_OUT_QUERY_SETS = ("queries_heldout.jsonl", "queries_heldout2.jsonl")
@@ -170,10 +172,25 @@ def evaluate_nulls(memory: Any, nulls: Sequence[NullPrompt]) -> dict[str, Any]:
         "null_prompts": seen["all"],
         "counts": dict(seen),
         "false_injection_rate": {
-            group: {"without_floor": _rate(got[(group, False)], n), "with_floor": _rate(got[(group, True)], n)}
+            group: {
+                "without_floor": _rate(got[(group, False)], n),
+                "with_floor": _rate(got[(group, True)], n),
+                "with_floor_ci95": [round(end, 4) for end in clopper_pearson(got[(group, True)], n)],
+            }
             for group, n in sorted(seen.items())
         },
     }
+
+
+def _floor_cost(per_method: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    """What the floor costs the graded queries: recall@10 with it minus without it, in points, with the paired
+    bootstrap 95% interval of that mean (a query turned away loses its recall; the floor drops nothing else)."""
+    pairs = zip(per_method["full+floor"], per_method["full"], strict=True)
+    deltas = [(floored["recall@10"] - full["recall@10"]) * 100 for floored, full in pairs]
+    if not deltas:
+        return {}
+    low, high = bootstrap_mean(deltas)
+    return {"points": round(statistics.fmean(deltas), 2), "ci95": [round(low, 2), round(high, 2)]}
 
 
 def evaluate(memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[NullPrompt] = ()) -> dict[str, Any]:
@@ -222,6 +239,7 @@ def evaluate(memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[Null
         "cautionary_shown_as_warning": cautionary_as_warning,
         "abstention": {
             "graded_abstained": abstained,
+            "recall_cost": _floor_cost(per_method),
             "precision": {
                 "without_floor": _precision(returned["full"]),
                 "with_floor": _precision(returned["full+floor"]),
@@ -329,7 +347,7 @@ def run(
     memories = load_memories(data_dir / "memories.jsonl")
     queries = load_queries(data_dir / "queries.jsonl")
     nulls = load_nulls(data_dir / "null_queries.jsonl")
-    held_out = load_nulls(data_dir / HELD_OUT_NULLS)
+    held_out = {name: load_nulls(data_dir / name) for name in HELD_OUT_NULL_SETS if (data_dir / name).exists()}
     held_out_sets = {name: load_queries(data_dir / name) for name in HELD_OUT_QUERY_SETS if (data_dir / name).exists()}
     with tempfile.TemporaryDirectory(prefix="ctxbus-bench-retrieval-") as tmp:
         settings = Settings(data_dir=Path(tmp))
@@ -340,7 +358,7 @@ def run(
             log(f"stored {len(memories)} labelled memories in {time.perf_counter() - started:.1f} s")
             quality = evaluate(memory, queries, nulls)
             if held_out:
-                quality["abstention_held_out"] = evaluate_nulls(memory, held_out)
+                quality["abstention_held_out"] = _held_out_nulls(memory, held_out)
             tasks = _task_profile_figures(memory, queries)
             if held_out_sets:
                 quality["held_out"], tasks["task_profiles_held_out"] = _held_out_figures(memory, held_out_sets)
@@ -363,6 +381,13 @@ def run(
         "speed_labelled_set": speed_small,
         "speed": {"memories": total, **speed},
     }
+
+
+def _held_out_nulls(memory: Any, sets: dict[str, list[NullPrompt]]) -> dict[str, Any]:
+    """Each held-out set of null prompts, and (with more than one set) all of them together."""
+    if len(sets) > 1:
+        sets = {**sets, HELD_OUT_ALL: [n for nulls in sets.values() for n in nulls]}
+    return {name: evaluate_nulls(memory, nulls) for name, nulls in sets.items()}
 
 
 def _held_out_figures(memory: Any, sets: dict[str, list[LabelledQuery]]) -> tuple[dict[str, Any], dict[str, Any]]:

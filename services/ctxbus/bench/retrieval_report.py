@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbus.bench.retrieval import HELD_OUT_NULLS, METHODS, K
+from ctxbus.bench.retrieval import METHODS, K
 from ctxbus.bench.retrieval_tasks import held_out_name
 
 #: The head of a table of methods (recall, MRR and nDCG of each).
@@ -16,17 +16,22 @@ def _method_rows(methods: dict[str, dict[str, float]]) -> None:
         print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
 
 
-def _floor_cost(methods: dict[str, dict[str, float]]) -> str:
-    """recall@10 with the floor against the full ranking's, and the difference in points."""
+def _floor_cost(methods: dict[str, dict[str, float]], abstention: dict[str, Any]) -> str:
+    """recall@10 with the floor against the full ranking's, the difference in points and its 95% interval."""
     full, floored = methods["full"]["recall@10"], methods["full+floor"]["recall@10"]
-    return f"recall@10 {floored:.3f} vs {full:.3f} ({(floored - full) * 100:+.1f} points)"
+    cost = abstention.get("recall_cost") or {}
+    interval = f", 95% interval [{cost['ci95'][0]:+.1f}, {cost['ci95'][1]:+.1f}]" if cost else ""
+    return f"recall@10 {floored:.3f} vs {full:.3f} ({(floored - full) * 100:+.1f} points{interval})"
 
 
 def _rate_rows(abstention: dict[str, Any]) -> None:
-    """One line per group of null prompts: its count, the false injection rate with / without the floor."""
+    """One line per group of null prompts: its count, the false injection rate with (and its exact 95% interval)
+    and without the floor."""
     for group, rate in abstention["false_injection_rate"].items():
         counts = f"{abstention['counts'][group]:>4} prompts"
-        print(f"      {group:<24} {counts}  {rate['with_floor']:>6.3f} / {rate['without_floor']:.3f}")
+        low, high = rate["with_floor_ci95"]
+        with_floor = f"{rate['with_floor']:>6.3f} [{low:.3f}, {high:.3f}]"
+        print(f"      {group:<24} {counts}  {with_floor} / {rate['without_floor']:.3f}")
 
 
 def print_abstention(quality: dict[str, Any]) -> None:
@@ -35,7 +40,7 @@ def print_abstention(quality: dict[str, Any]) -> None:
     precision = a["precision"]
     print(
         f"  abstention (full+floor: relevance floor + meta prompts; {a['graded_abstained']} of {quality['queries']} "
-        f"graded queries turned away): {_floor_cost(quality['methods'])}"
+        f"graded queries turned away): {_floor_cost(quality['methods'], a)}"
     )
     print(
         f"    precision of returned items (graded relevant, top {K}): {precision['with_floor']} with the floor, "
@@ -44,17 +49,19 @@ def print_abstention(quality: dict[str, Any]) -> None:
     rates = a.get("false_injection_rate")
     if not rates:
         return
-    print(f"    false injection rate on {a['null_prompts']} null prompts (got any item): with / without the floor")
+    print(
+        f"    false injection rate on {a['null_prompts']} null prompts (got any item): with the floor [exact 95% "
+        "interval] / without"
+    )
     _rate_rows(a)
     print(
         "    targets: false injection rate <= 0.05, recall@10 down by at most 2 points (in sample: the floor was "
         "calibrated on these prompts; `ctxbus bench retrieval --calibrate` prints the cross-validated figures)"
     )
-    held_out = quality.get("abstention_held_out")
-    if held_out:
+    for name, held_out in (quality.get("abstention_held_out") or {}).items():
         print(
-            f"    held out ({HELD_OUT_NULLS}: {held_out['null_prompts']} null prompts written after the floor was "
-            "fixed, never used to fit it): with / without the floor"
+            f"    held out ({held_out_name(name)}: {held_out['null_prompts']} null prompts written after the floor "
+            "was fixed, never used to fit it): with the floor [exact 95% interval] / without"
         )
         _rate_rows(held_out)
 
@@ -70,7 +77,7 @@ def print_held_out(quality: dict[str, Any]) -> None:
         _method_rows(held["methods"])
         a = held["abstention"]
         print(
-            f"    the floor: {_floor_cost(held['methods'])}, {a['graded_abstained']} queries turned "
+            f"    the floor: {_floor_cost(held['methods'], a)}, {a['graded_abstained']} queries turned "
             f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
             f"cross-project leaks {held['cross_project_leaks']}"
         )

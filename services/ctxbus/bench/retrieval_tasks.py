@@ -8,7 +8,10 @@ else equal (same store, same domain, same agent profile). Two ways to give a que
 * **classified**: none given, the retriever's classifier decides (as for a hook's prompt).
 
 Per task type: the number of queries, nDCG@10 / recall@10 / MRR with and without the profiles, and
-how many queries got better, worse or stayed equal in nDCG@10. Also domain detection: every query
+how many queries got better, worse or stayed equal in nDCG@10, and how sure the difference is
+(:mod:`ctxbus.bench.intervals`): the mean nDCG@10 difference with its paired bootstrap 95% interval, the
+sign test of better against worse, and the verdict (``better`` or ``worse`` only when the interval leaves
+out 0, else ``level``: the queries cannot tell the profile from none). Also domain detection: every query
 that has a labelled domain is asked again without it, and the domain the retriever detected is
 compared with the label (detected at all, and correct when detected).
 """
@@ -20,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ctxbus.bench.intervals import bootstrap_mean, sign_test, verdict
 from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
 
 K = 10
@@ -63,13 +67,20 @@ def _summary(pairs: Sequence[tuple[dict[str, float], dict[str, float]]]) -> dict
 
     with_, without = [w for w, _ in pairs], [o for _, o in pairs]
     deltas = [w["ndcg@10"] - o["ndcg@10"] for w, o in pairs]
+    better, worse = sum(1 for d in deltas if d > TIE), sum(1 for d in deltas if d < -TIE)
+    interval = bootstrap_mean(deltas)
     return {
         "queries": len(pairs),
         "with": {k: mean(with_, k) for k in ("ndcg@10", "recall@10", "mrr")},
         "without": {k: mean(without, k) for k in ("ndcg@10", "recall@10", "mrr")},
-        "better": sum(1 for d in deltas if d > TIE),
-        "worse": sum(1 for d in deltas if d < -TIE),
+        "better": better,
+        "worse": worse,
         "equal": sum(1 for d in deltas if abs(d) <= TIE),
+        # how sure the difference is: its mean over the queries, the paired bootstrap interval, the sign test
+        "ndcg_delta": round(statistics.fmean(deltas), 4),
+        "ndcg_delta_ci95": [round(interval[0], 4), round(interval[1], 4)],
+        "sign_test_p": round(sign_test(better, worse), 4),
+        "verdict": verdict(interval),
     }
 
 
@@ -145,7 +156,7 @@ def print_held_out(result: dict[str, Any]) -> None:
 def _table(rows: dict[str, dict[str, Any]]) -> None:
     print(
         f"    {'type':<9} {'n':>4}  {'nDCG with':>9} {'without':>8}  {'R@10 with':>9} {'without':>8}  "
-        f"{'MRR with':>8} {'without':>8}  {'+/-/=':>9}"
+        f"{'MRR with':>8} {'without':>8}  {'+/-/=':>9}  {'nDCG diff, 95% interval':>25}  {'sign p':>6}  shown"
     )
     for name, s in rows.items():
         if not s:
@@ -154,5 +165,11 @@ def _table(rows: dict[str, dict[str, Any]]) -> None:
         print(
             f"    {name:<9} {s['queries']:>4}  {w['ndcg@10']:>9.3f} {o['ndcg@10']:>8.3f}  {w['recall@10']:>9.3f} "
             f"{o['recall@10']:>8.3f}  {w['mrr']:>8.3f} {o['mrr']:>8.3f}  "
-            f"{s['better']:>3}/{s['worse']}/{s['equal']}"
+            f"{s['better']:>3}/{s['worse']}/{s['equal']:<4}  {_interval(s):>25}  {s['sign_test_p']:>6.3f}  "
+            f"{s['verdict']}"
         )
+
+
+def _interval(summary: dict[str, Any]) -> str:
+    low, high = summary["ndcg_delta_ci95"]
+    return f"{summary['ndcg_delta']:+.3f} [{low:+.3f}, {high:+.3f}]"
