@@ -105,8 +105,9 @@ class NullPrompt:
 #: read them).
 HELD_OUT_NULL_SETS = ("null_queries_heldout.jsonl", "null_queries_heldout2.jsonl")
 #: Graded query sets written after the ranking, the task-type profiles and the floor were fixed (the same rule):
-#: the first drew its topics from memories ``queries.jsonl`` hardly uses, the second as ``queries.jsonl`` did.
-HELD_OUT_QUERY_SETS = ("queries_heldout.jsonl", "queries_heldout2.jsonl")
+#: the first drew its topics from memories ``queries.jsonl`` hardly uses, the second and third as ``queries.jsonl``
+#: did (the third with more reviews and explorations).
+HELD_OUT_QUERY_SETS = ("queries_heldout.jsonl", "queries_heldout2.jsonl", "queries_heldout3.jsonl")
 
 
 def load_nulls(path: Path) -> list[NullPrompt]:

@@ -35,7 +35,7 @@ def test_every_graded_memory_exists_and_belongs_to_the_query_project_or_is_globa
         assert q.task_type is None or q.task_type in task_types, q.id
 
 
-@pytest.mark.parametrize(("index", "prefix"), [(0, "hq-"), (1, "hq2-")])
+@pytest.mark.parametrize(("index", "prefix"), [(0, "hq-"), (1, "hq2-"), (2, "hq3-")])
 def test_each_held_out_set_is_new_queries(index: int, prefix: str) -> None:
     earlier = ["queries.jsonl", *HELD_OUT_QUERY_SETS[:index]]
     seen = {q.query.casefold().strip() for name in earlier for q in load_queries(DATA_DIR / name)}

@@ -36,14 +36,14 @@ def planned(candidates: list[SearchHit], task_type: TaskType, max_items: int) ->
 def test_the_task_type_orders_the_context_but_does_not_change_what_is_in_it() -> None:
     """A wanted kind just below the cut does not push a more relevant item of another kind out of the context."""
     candidates = [
-        SearchHit(item("why", "principle"), 0.80),
-        SearchHit(item("rule", "principle"), 0.78),
-        SearchHit(item("near", "pattern"), 0.75),  # wanted by a feature, within 10 % of the two above
+        SearchHit(item("why", "pattern"), 0.80),
+        SearchHit(item("rule", "pattern"), 0.78),
+        SearchHit(item("near", "decision"), 0.75),  # wanted by a refactoring, within 10 % of the two above
     ]
     assert planned(candidates, TaskType.GENERAL, 2) == ["why", "rule"]
-    assert planned(candidates, TaskType.FEATURE, 2) == ["why", "rule"]
+    assert planned(candidates, TaskType.REFACTOR, 2) == ["why", "rule"]
     # inside the context, the wanted kind comes first among items about as relevant
-    assert planned(candidates, TaskType.FEATURE, 3) == ["near", "why", "rule"]
+    assert planned(candidates, TaskType.REFACTOR, 3) == ["near", "why", "rule"]
 
 
 def test_the_task_factor_is_applied_last_and_explains_the_score() -> None:

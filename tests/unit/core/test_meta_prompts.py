@@ -18,10 +18,14 @@ def _lines(name: str) -> list[dict[str, str]]:
     return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-NULL_FILES = ("null_queries.jsonl", "null_queries_heldout.jsonl")
+GRADED_FILES = ("queries.jsonl", "queries_heldout.jsonl", "queries_heldout2.jsonl", "queries_heldout3.jsonl")
+NULL_FILES = ("null_queries.jsonl", "null_queries_heldout.jsonl", "null_queries_heldout2.jsonl")
 
 
-@pytest.mark.parametrize(("name", "least"), [("null_queries.jsonl", 30), ("null_queries_heldout.jsonl", 16)])
+@pytest.mark.parametrize(
+    ("name", "least"),
+    [("null_queries.jsonl", 30), ("null_queries_heldout.jsonl", 16), ("null_queries_heldout2.jsonl", 12)],
+)
 def test_every_shipped_meta_prompt_is_recognised_as_its_kind(name: str, least: int) -> None:
     metas = [n for n in _lines(name) if n["category"] == "meta"]
     assert len(metas) >= least
@@ -30,7 +34,7 @@ def test_every_shipped_meta_prompt_is_recognised_as_its_kind(name: str, least: i
 
 
 def test_no_graded_query_and_no_topic_null_prompt_is_taken_for_a_meta_prompt() -> None:
-    prompts = [q["query"] for q in _lines("queries.jsonl")]
+    prompts = [q["query"] for name in GRADED_FILES for q in _lines(name)]
     prompts += [n["query"] for name in NULL_FILES for n in _lines(name) if n["category"] != "meta"]
     assert len(prompts) > 370
     assert [p for p in prompts if recognise(p) is not None] == []

@@ -12,6 +12,7 @@ from ctxbus.core.profiles import IMPLEMENTER, PLANNER
 from ctxbus.core.ranking import RankedHit, rank
 from ctxbus.core.task_profiles import (
     CATEGORY_BOOST,
+    FEATURE_KIND_BOOST,
     GENERAL_PROFILE,
     KIND_BOOST,
     NO_TASK_PROFILES,
@@ -59,7 +60,10 @@ def test_every_task_type_has_a_profile_and_general_changes_nothing() -> None:
 
 def test_seed_001s_profiles_translated_to_ctxbus_kinds() -> None:
     wanted = {t: TASK_TYPE_PROFILES[t].wanted_kinds for t in TaskType}
-    assert wanted[TaskType.FEATURE] == {K.DECISION, K.CODE_REF, K.PATTERN, K.TEST_REF, K.WARNING}
+    # feature: measured, not the seed's knowledge and skill (see the module doc): patterns and principles, gently
+    assert wanted[TaskType.FEATURE] == {K.PATTERN, K.PRINCIPLE}
+    assert TASK_TYPE_PROFILES[TaskType.FEATURE].kind_boost == FEATURE_KIND_BOOST < KIND_BOOST
+    assert TASK_TYPE_PROFILES[TaskType.FEATURE].priority_categories == ()
     assert wanted[TaskType.BUGFIX] == {K.LEARNING, K.WARNING, K.ATTEMPT}
     assert wanted[TaskType.REFACTOR] == {K.DECISION, K.CODE_REF, K.PRINCIPLE, K.WARNING}
     assert wanted[TaskType.REVIEW] == {K.PRINCIPLE, K.CONVENTION, K.WARNING}
@@ -85,14 +89,37 @@ def test_bad_profiles_are_refused() -> None:
         TaskTypeProfile(TaskType.FEATURE, ("skill",), ("vibes",))
     with pytest.raises(ValueError, match="examples must not be negative"):
         TaskTypeProfile(TaskType.FEATURE, examples=-1)
+    with pytest.raises(ValueError, match="kind_boost must be between 0 and 1"):
+        TaskTypeProfile(TaskType.FEATURE, ("skill",), kind_boost=-0.1)
+
+
+def test_a_profile_can_leave_out_kinds_of_its_memory_types() -> None:
+    skill = TaskTypeProfile(TaskType.FEATURE, ("skill",), include_warnings=False)
+    assert skill.wanted_kinds == {K.PATTERN, K.TEST_REF}
+    patterns = TaskTypeProfile(TaskType.FEATURE, ("skill",), include_warnings=False, leave_out=frozenset({K.TEST_REF}))
+    assert patterns.wanted_kinds == {K.PATTERN} and not patterns.wants(item("t", "test_ref"))
+    assert patterns.settings()["kinds"] == ["pattern"] and patterns.settings()["kind_boost"] == KIND_BOOST
+
+
+def test_a_gentle_kind_boost_only_breaks_near_ties() -> None:
+    gentle = TASK_TYPE_PROFILES[TaskType.FEATURE]
+    close = [hit(item("learning", "learning"), 0.80), hit(item("pattern", "pattern"), 0.79)]
+    apart = [hit(item("learning", "learning"), 0.80), hit(item("pattern", "pattern"), 0.70)]
+    now = datetime.now(UTC)
+    assert order(apply_task_profile(close, gentle, now=now, half_life_days=30)) == ["pattern", "learning"]
+    assert order(apply_task_profile(apart, gentle, now=now, half_life_days=30)) == ["learning", "pattern"]
+    ranked = apply_task_profile(close, gentle, now=now, half_life_days=30)[0]
+    assert ranked.breakdown["task_kind_boost"] == FEATURE_KIND_BOOST
 
 
 def test_warnings_are_wanted_as_the_profile_says_and_categories_come_from_labels() -> None:
     failed = item("failed", "learning", outcome=Outcome.FAILED)
     worked = item("worked", "learning", outcome=Outcome.SUCCESSFUL)
     belief = item("belief", "principle", tags=("avoid",))
-    feature, explore = TASK_TYPE_PROFILES[TaskType.FEATURE], TASK_TYPE_PROFILES[TaskType.EXPLORE]
-    assert feature.wants(failed) and feature.wants(belief) and not feature.wants(worked)
+    bugfix, explore = TASK_TYPE_PROFILES[TaskType.BUGFIX], TASK_TYPE_PROFILES[TaskType.EXPLORE]
+    assert bugfix.wants(failed) and bugfix.wants(belief) and bugfix.wants(worked)
+    feature = TASK_TYPE_PROFILES[TaskType.FEATURE]  # include_warnings off: a warning belief is not promoted
+    assert feature.wants(item("p", "principle")) and not feature.wants(belief) and not feature.wants(failed)
     assert not explore.wants(worked) and not explore.wants(failed) and not explore.wants(belief)
     assert explore.wants(item("adr", "decision"))
     review = TASK_TYPE_PROFILES[TaskType.REVIEW]
@@ -172,8 +199,9 @@ def test_the_prefetch_keeps_within_what_the_agent_profile_allows() -> None:
     feature = TASK_TYPE_PROFILES[TaskType.FEATURE]
     plan = plan_retrieval(IMPLEMENTER, TaskType.FEATURE, "add a thing", task_profile=feature)
     assert plan.prefetch_kinds == feature.wanted_kinds and plan.task_profile is feature
-    planner = plan_retrieval(PLANNER, TaskType.FEATURE, "add a thing", task_profile=feature)
-    assert planner.prefetch_kinds == {K.DECISION, K.PATTERN, K.WARNING}  # the planner excludes code and tests
+    refactor = TASK_TYPE_PROFILES[TaskType.REFACTOR]
+    planner = plan_retrieval(PLANNER, TaskType.REFACTOR, "move a thing", task_profile=refactor)
+    assert planner.prefetch_kinds == {K.DECISION, K.PRINCIPLE, K.WARNING}  # the planner excludes code (and tests)
     assert not plan_retrieval(IMPLEMENTER, None, "x").prefetch_kinds
 
 
