@@ -230,9 +230,9 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     configure_logging("WARNING")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.calibrate:
-        from ctxbus.bench import abstain_calibration  # noqa: PLC0415
+        from ctxbus.bench import abstain_calibration, retrieval_calibrate  # noqa: PLC0415
 
-        emit(args, retrieval.run_calibration(log=log), abstain_calibration.print_report)
+        emit(args, retrieval_calibrate.run_calibration(log=log), abstain_calibration.print_report)
         return 0
     result = retrieval.run(scale=args.scale, rounds=args.rounds, log=log)
     emit(args, result, retrieval_report.print_report)
