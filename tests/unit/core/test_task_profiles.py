@@ -98,7 +98,8 @@ def test_a_profile_can_leave_out_kinds_of_its_memory_types() -> None:
     assert skill.wanted_kinds == {K.PATTERN, K.TEST_REF}
     patterns = TaskTypeProfile(TaskType.FEATURE, ("skill",), include_warnings=False, leave_out=frozenset({K.TEST_REF}))
     assert patterns.wanted_kinds == {K.PATTERN} and not patterns.wants(item("t", "test_ref"))
-    assert patterns.settings()["kinds"] == ["pattern"] and patterns.settings()["kind_boost"] == KIND_BOOST
+    assert patterns.settings()["kinds"] == ["pattern"] and "kind_boost" not in patterns.settings()  # the default
+    assert TASK_TYPE_PROFILES[TaskType.FEATURE].settings()["kind_boost"] == FEATURE_KIND_BOOST
 
 
 def test_a_gentle_kind_boost_only_breaks_near_ties() -> None:
