@@ -24,11 +24,13 @@ def _ephemeral_floor() -> int:
         return 32768  # Linux's default
 
 
-def _binds(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (bound as servers bind: TIME_WAIT is no owner)."""
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
+            sock.listen()
         except OSError:
             return False
     return True
@@ -41,6 +43,6 @@ def quiet_port(span: int = 1) -> int:
         raise RuntimeError(f"no room below the ephemeral range ({PORT_RANGE}) for {span} quiet ports")
     for _ in range(200):
         port = random.randrange(LOW, top)  # parallel workers start apart
-        if all(_binds(port + i) for i in range(span)):
+        if all(port_free(port + i) for i in range(span)):
             return port
     raise RuntimeError(f"no {span} adjacent free ports found in {LOW}..{top}")

@@ -18,7 +18,7 @@ import pytest
 
 from ctxbus.adapters.broker_embedded import EmbeddedBroker, free_port
 
-from .quiet_ports import quiet_port
+from .quiet_ports import port_free, quiet_port
 
 pytestmark = pytest.mark.integration
 
@@ -88,17 +88,6 @@ def _gone(pid: int, timeout_s: float) -> bool:
     return False
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no owner
-        try:
-            sock.bind(("127.0.0.1", port))
-            sock.listen()
-        except OSError:
-            return False
-    return True
-
-
 @pytest.fixture
 def up_procs() -> Iterator[list[subprocess.Popen[bytes]]]:
     procs: list[subprocess.Popen[bytes]] = []
@@ -133,7 +122,7 @@ def test_a_sigkilled_stack_leaves_no_broker_and_the_next_up_takes_its_place(
     first.wait(10)
     for pid in broker_pids:
         assert _gone(pid, 10.0), f"child {pid} of the killed stack is still running"
-    assert _port_free(port), f"the broker port {port} is still held after the stack was killed"
+    assert port_free(port), f"the broker port {port} is still held after the stack was killed"
     assert (data / "runtime.json").exists()  # left behind by the SIGKILL: the next up must replace it
     second = _start_up(env, tmp_path / "second.log")
     up_procs.append(second)

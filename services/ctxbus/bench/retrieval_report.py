@@ -16,7 +16,7 @@ def _method_rows(methods: dict[str, dict[str, float]]) -> None:
         print(f"  {method:<10} {m['recall@5']:>9.3f} {m['recall@10']:>10.3f} {m['mrr']:>7.3f} {m['ndcg@10']:>8.3f}")
 
 
-def _floor_cost(methods: dict[str, dict[str, float]], abstention: dict[str, Any]) -> str:
+def _floor_cost_line(methods: dict[str, dict[str, float]], abstention: dict[str, Any]) -> str:
     """recall@10 with the floor against the full ranking's, the difference in points and its 95% interval."""
     full, floored = methods["full"]["recall@10"], methods["full+floor"]["recall@10"]
     cost = abstention.get("recall_cost") or {}
@@ -40,7 +40,7 @@ def print_abstention(quality: dict[str, Any]) -> None:
     precision = a["precision"]
     print(
         f"  abstention (full+floor: relevance floor + meta prompts; {a['graded_abstained']} of {quality['queries']} "
-        f"graded queries turned away): {_floor_cost(quality['methods'], a)}"
+        f"graded queries turned away): {_floor_cost_line(quality['methods'], a)}"
     )
     print(
         f"    precision of returned items (graded relevant, top {K}): {precision['with_floor']} with the floor, "
@@ -77,7 +77,7 @@ def print_held_out(quality: dict[str, Any]) -> None:
         _method_rows(held["methods"])
         a = held["abstention"]
         print(
-            f"    the floor: {_floor_cost(held['methods'], a)}, {a['graded_abstained']} queries turned "
+            f"    the floor: {_floor_cost_line(held['methods'], a)}, {a['graded_abstained']} queries turned "
             f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
             f"cross-project leaks {held['cross_project_leaks']}"
         )

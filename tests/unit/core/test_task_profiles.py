@@ -103,14 +103,11 @@ def test_a_profile_can_leave_out_kinds_of_its_memory_types() -> None:
 
 
 def test_a_gentle_kind_boost_only_breaks_near_ties() -> None:
-    gentle = TASK_TYPE_PROFILES[TaskType.FEATURE]
     close = [hit(item("learning", "learning"), 0.80), hit(item("pattern", "pattern"), 0.79)]
     apart = [hit(item("learning", "learning"), 0.80), hit(item("pattern", "pattern"), 0.70)]
-    now = datetime.now(UTC)
-    assert order(apply_task_profile(close, gentle, now=now, half_life_days=30)) == ["pattern", "learning"]
-    assert order(apply_task_profile(apart, gentle, now=now, half_life_days=30)) == ["learning", "pattern"]
-    ranked = apply_task_profile(close, gentle, now=now, half_life_days=30)[0]
-    assert ranked.breakdown["task_kind_boost"] == FEATURE_KIND_BOOST
+    assert order(apply(close, TaskType.FEATURE)) == ["pattern", "learning"]
+    assert order(apply(apart, TaskType.FEATURE)) == ["learning", "pattern"]
+    assert apply(close, TaskType.FEATURE)[0].breakdown["task_kind_boost"] == FEATURE_KIND_BOOST
 
 
 def test_warnings_are_wanted_as_the_profile_says_and_categories_come_from_labels() -> None:
