@@ -78,20 +78,11 @@ QUERIES = [
         "relevant": {"redis-roles": 3},
         "cautionary": ["redis-roles"],
     },
-    {  # an edit of form a memory is about: the floor asks for stronger evidence and finds it
-        "id": "q4",
-        "project": "shop",
-        "query": "Add a docstring explaining why every SQLAlchemy engine sets pool_pre_ping=True",
-        "domain": None,
-        "category": "keyword",
-        "relevant": {"pool": 3},
-    },
 ]
 NULLS = [
     {"id": "n1", "project": "shop", "query": "Write an Arduino sketch that blinks an LED", "category": "off_stack"},
     {"id": "n2", "project": "shop", "query": "How do I export a Figma frame as an SVG?", "category": "off_stack"},
     {"id": "n3", "project": "shop", "query": "thanks, go ahead", "category": "meta", "meta": "acknowledgement"},
-    {"id": "n4", "project": "shop", "query": "Fix the typos in the CONTRIBUTING guide", "category": "chore"},
 ]
 
 
@@ -138,18 +129,16 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
         (tmp_path / f"{name}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = retrieval.run(scale=60, rounds=1, data_dir=tmp_path, log=lambda _: None)
     quality = result["quality"]
-    assert quality["queries"] == 4 and set(quality["methods"]) == {"dense", "sparse", "hybrid", "full", "full+floor"}
+    assert quality["queries"] == 3 and set(quality["methods"]) == {"dense", "sparse", "hybrid", "full", "full+floor"}
     assert quality["methods"]["full"]["recall@10"] == 1.0 and quality["methods"]["full"]["mrr"] == 1.0
     assert quality["methods"]["full+floor"]["recall@10"] == 1.0  # the relevant queries keep their items
     assert quality["cross_project_leaks"] == {"dense": 0, "sparse": 0, "hybrid": 0, "full": 0, "full+floor": 0}
     abstention = quality["abstention"]
-    assert abstention["null_prompts"] == 4 and abstention["graded_abstained"] == 0
-    assert abstention["form_edits"] == {"graded": 1, "graded_abstained": 0}
+    assert abstention["null_prompts"] == 3 and abstention["graded_abstained"] == 0
     rates = abstention["false_injection_rate"]
     assert rates["all"]["with_floor"] == 0.0 and rates["meta"]["with_floor"] == 0.0
     assert rates["topic"]["with_floor"] == 0.0 and rates["topic: off_stack"]["with_floor"] == 0.0
-    assert abstention["counts"]["topic: edit of form"] == 1 and rates["topic: edit of form"]["with_floor"] == 0.0
-    assert rates["all"]["with_floor_ci95"][0] == 0.0 < rates["all"]["with_floor_ci95"][1] < 1.0  # 0 of 4: exact
+    assert rates["all"]["with_floor_ci95"][0] == 0.0 < rates["all"]["with_floor_ci95"][1] < 1.0  # 0 of 3: exact
     assert abstention["recall_cost"] == {"points": 0.0, "ci95": [0.0, 0.0]}  # no graded query turned away
     held_out = quality["abstention_held_out"]  # judged apart from the prompts the floor was fitted on: each set, all
     assert {name: h["null_prompts"] for name, h in held_out.items()} == {
@@ -163,7 +152,7 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     assert 0 < precision["without_floor"] <= precision["with_floor"] <= 1
     assert quality["cautionary_returned"] == quality["cautionary_shown_as_warning"] == 1
     assert set(quality["by_category"]) == {"direct", "keyword", "outcome"}
-    assert result["speed"]["memories"] == 60 and result["speed"]["retrievals"] == 4
+    assert result["speed"]["memories"] == 60 and result["speed"]["retrievals"] == 3
     assert 0 < result["speed"]["p50_ms"] <= result["speed"]["p99_ms"]
     tasks = result["task_profiles"]
     assert set(tasks["labelled"]) == {"feature"} and tasks["labelled"]["feature"]["queries"] == 2
@@ -172,7 +161,7 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     low, high = feature["ndcg_delta_ci95"]  # how sure the difference is
     assert low <= feature["ndcg_delta"] <= high and 0 <= feature["sign_test_p"] <= 1
     assert feature["verdict"] in ("better", "worse", "level")
-    assert sum(s["queries"] for s in tasks["classified"].values()) == 4  # every query, by the classifier's type
+    assert sum(s["queries"] for s in tasks["classified"].values()) == 3  # every query, by the classifier's type
     assert result["domain_detection"]["queries"] == 2  # the queries with a labelled domain, asked without it
     held = quality["held_out"]  # the graded queries nothing was tuned on: each set apart, and both together
     assert {name: h["queries"] for name, h in held.items()} == {
@@ -191,5 +180,3 @@ def test_the_benchmark_reports_quality_leaks_warnings_abstention_and_speed(
     assert "all held-out sets: 2 graded queries" in printed
     assert "null_queries_heldout2.jsonl: 1 null prompts" in printed and "all held-out sets: 2 null prompts" in printed
     assert "95% interval" in printed and "sign p" in printed
-    assert "(edits of form: 1, 0 turned away)" in printed and "topic: edit of form" in printed
-    assert "read when the form-edit cues were written" in printed  # the held-out sets the cues were written after

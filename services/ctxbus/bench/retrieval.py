@@ -42,15 +42,12 @@ from ctxbus.bench.intervals import bootstrap_mean, clopper_pearson
 from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
 from ctxbus.bench.retrieval_tasks import HELD_OUT_ALL
 from ctxbus.bench.stats import percentile
-from ctxbus.core.form_edits import recognise_form_edit
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "retrieval"
 METHODS = ("dense", "sparse", "hybrid", "full", "full+floor")
 #: the API's mode for each method
 MODE = {"dense": "dense", "sparse": "sparse", "hybrid": "hybrid", "full": "ranked", "full+floor": "ranked"}
 K = 10
-#: the null prompts that ask for an edit of form (ctxbus.core.form_edits), a group of their own in the figures
-FORM_EDIT_GROUP = "topic: edit of form"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +104,6 @@ class NullPrompt:
 #: Null prompt sets written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not
 #: read them).
 HELD_OUT_NULL_SETS = ("null_queries_heldout.jsonl", "null_queries_heldout2.jsonl")
-#: the null prompt files read when the cues of ctxbus.core.form_edits were written (their edits of form are in sample
-#: for that rule; the files written after it judge it)
-FORM_EDIT_CUES_SEEN = frozenset({"null_queries.jsonl", "null_queries_heldout.jsonl", "null_queries_heldout2.jsonl"})
 #: Graded query sets written after the ranking, the task-type profiles and the floor were fixed (the same rule):
 #: the first drew its topics from memories ``queries.jsonl`` hardly uses, the second and third as ``queries.jsonl``
 #: did (the third with more reviews and explorations).
@@ -169,8 +163,6 @@ def evaluate_nulls(memory: Any, nulls: Sequence[NullPrompt]) -> dict[str, Any]:
     seen: dict[str, int] = defaultdict(int)
     for null in nulls:
         groups = ("all", "meta") if null.meta else ("all", "topic", f"topic: {null.category}")
-        if not null.meta and recognise_form_edit(null.query) is not None:
-            groups = (*groups, FORM_EDIT_GROUP)
         for group in groups:
             seen[group] += 1
         for floor in (False, True):
@@ -212,7 +204,7 @@ def evaluate(memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[Null
     returned: dict[str, list[tuple[int, int]]] = defaultdict(list)
     leaks: dict[str, int] = defaultdict(int)
     cautionary_seen = cautionary_as_warning = 0
-    abstained = form_edits = form_edits_abstained = 0
+    abstained = 0
     for query in queries:
         for method in METHODS:
             # the single methods see the query text only; the full ranking also gets the task's domain, as a
@@ -229,11 +221,8 @@ def evaluate(memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[Null
             per_category[(method, query.category)].append(scores)
             if full:
                 returned[method].append((len(ranked), sum(1 for i in ranked if i in query.relevant)))
-            if method == "full+floor":
-                form_edit = recognise_form_edit(query.query) is not None
-                form_edits += form_edit
-                abstained += not ranked
-                form_edits_abstained += form_edit and not ranked
+            if method == "full+floor" and not ranked:
+                abstained += 1
             if method == "full":
                 for found in result.items:
                     if found.id in query.cautionary:
@@ -251,8 +240,6 @@ def evaluate(memory: Any, queries: Sequence[LabelledQuery], nulls: Sequence[Null
         "cautionary_shown_as_warning": cautionary_as_warning,
         "abstention": {
             "graded_abstained": abstained,
-            # graded queries that ask for an edit of form (ctxbus.core.form_edits), and how many the floor turned away
-            "form_edits": {"graded": form_edits, "graded_abstained": form_edits_abstained},
             "recall_cost": _floor_cost(per_method),
             "precision": {
                 "without_floor": _precision(returned["full"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbus.bench.retrieval import FORM_EDIT_CUES_SEEN, METHODS, K
+from ctxbus.bench.retrieval import METHODS, K
 from ctxbus.bench.retrieval_tasks import held_out_name
 
 #: The head of a table of methods (recall, MRR and nDCG of each).
@@ -34,26 +34,13 @@ def _rate_rows(abstention: dict[str, Any]) -> None:
         print(f"      {group:<24} {counts}  {with_floor} / {rate['without_floor']:.3f}")
 
 
-def _seen_note(name: str) -> str:
-    """For a held-out null set that was read when the form-edit cues were written: says so."""
-    return "; read when the form-edit cues were written" if name in FORM_EDIT_CUES_SEEN else ""
-
-
-def _form_edit_note(abstention: dict[str, Any]) -> str:
-    """How many graded queries ask for an edit of form, and how many of those the floor turned away."""
-    edits = abstention.get("form_edits") or {}
-    return (
-        f" (edits of form: {edits['graded']}, {edits['graded_abstained']} turned away)" if edits.get("graded") else ""
-    )
-
-
 def print_abstention(quality: dict[str, Any]) -> None:
     """The abstention figures: false injections on the null prompts, precision and recall on the graded ones."""
     a = quality["abstention"]
     precision = a["precision"]
     print(
         f"  abstention (full+floor: relevance floor + meta prompts; {a['graded_abstained']} of {quality['queries']} "
-        f"graded queries turned away{_form_edit_note(a)}): {_floor_cost_line(quality['methods'], a)}"
+        f"graded queries turned away): {_floor_cost_line(quality['methods'], a)}"
     )
     print(
         f"    precision of returned items (graded relevant, top {K}): {precision['with_floor']} with the floor, "
@@ -74,7 +61,7 @@ def print_abstention(quality: dict[str, Any]) -> None:
     for name, held_out in (quality.get("abstention_held_out") or {}).items():
         print(
             f"    held out ({held_out_name(name)}: {held_out['null_prompts']} null prompts written after the floor "
-            f"was fixed, never used to fit it{_seen_note(name)}): with the floor [exact 95% interval] / without"
+            "was fixed, never used to fit it): with the floor [exact 95% interval] / without"
         )
         _rate_rows(held_out)
 
@@ -91,8 +78,7 @@ def print_held_out(quality: dict[str, Any]) -> None:
         a = held["abstention"]
         print(
             f"    the floor: {_floor_cost_line(held['methods'], a)}, {a['graded_abstained']} queries turned "
-            f"away{_form_edit_note(a)}; precision {a['precision']['with_floor']} with, "
-            f"{a['precision']['without_floor']} without; "
+            f"away; precision {a['precision']['with_floor']} with, {a['precision']['without_floor']} without; "
             f"cross-project leaks {held['cross_project_leaks']}"
         )
 
