@@ -81,7 +81,6 @@ def floor_policy(injection: InjectionSettings) -> FloorPolicy:
         pack_size=injection.relevance_pack,
         margin_weight=injection.relevance_margin_weight,
         keyword_weight=injection.relevance_keyword_weight,
-        form_edit_penalty=injection.relevance_form_edit_penalty,
     )
 
 

@@ -150,9 +150,6 @@ class InjectionSettings(BaseSettings):
     relevance_pack: int = Field(default=8, ge=2, le=100)
     relevance_margin_weight: float = Field(default=-0.5, ge=-2.0, le=2.0)
     relevance_keyword_weight: float = Field(default=0.2, ge=0.0, le=2.0)
-    #: subtracted from the relevance of a prompt that asks only for an edit of form (typos, wording, docstrings,
-    #: a README section: ctxbus.core.form_edits), so such a prompt gets items only on strong evidence; 0 turns it off
-    relevance_form_edit_penalty: float = Field(default=0.09, ge=0.0, le=2.0)
     #: system and meta prompts (task notifications, slash-command echoes, acknowledgements) get no items,
     #: empty reason ``meta_prompt``, without embedding or search (ctxbus.core.meta_prompts)
     skip_meta_prompts: bool = True

@@ -168,43 +168,6 @@ async def test_a_relevant_prompt_gets_its_items_with_the_floor_in_their_breakdow
         assert {"relevance_best", "relevance_margin", "relevance_keyword"} <= set(item.breakdown)
 
 
-#: edits of form this project's memories match closely (pages, lists they name) without being about them
-FORM_EDITS = (
-    "Reword the message shown when the disputes list is empty so it sounds friendlier",
-    "Fix the typos on the disputes page",
-)
-
-
-@pytest.mark.parametrize("prompt", FORM_EDITS)
-async def test_an_edit_of_form_needs_stronger_evidence_and_the_penalty_is_what_turns_it_away(
-    stored: tuple[Settings, EdgeVectorStore], embedder: OnnxMiniLmEmbedder, prompt: str
-) -> None:
-    settings, store = stored
-    handler = retriever_handler(settings, embedder, store, Topics("ctxbus"), Metrics())
-    completed = await complete(handler, prompt)
-    assert completed.items == () and completed.empty_reason == "nothing_relevant_enough"
-    (why,) = [n for n in completed.notices if n.startswith("nothing_relevant_enough")]
-    assert "for an edit of form" in why
-    off = settings.injection.model_copy(update={"relevance_form_edit_penalty": 0.0})
-    unpenalised = retriever_handler(
-        settings.model_copy(update={"injection": off}), embedder, store, Topics("ctxbus"), Metrics()
-    )
-    let_through = await complete(unpenalised, prompt)
-    assert let_through.items and all(i.breakdown["relevance_form_edit"] == 1.0 for i in let_through.items)
-
-
-async def test_an_edit_of_form_a_memory_is_about_still_gets_it(
-    spied: tuple[RetrieverHandler, CountingEmbedder, CountingStore],
-) -> None:
-    handler, _, _ = spied
-    completed = await complete(
-        handler, "Add a docstring explaining why the refresh token lives in an httpOnly SameSite cookie in the BFF"
-    )
-    assert completed.items and completed.empty_reason is None
-    assert completed.items[0].breakdown["relevance_form_edit"] == 1.0
-    assert any(i.id == "m-auth-022" for i in completed.items)
-
-
 @pytest.mark.parametrize("prompt", META)
 async def test_meta_prompts_get_an_empty_context_without_embedding_or_search(
     spied: tuple[RetrieverHandler, CountingEmbedder, CountingStore], prompt: str

@@ -21,9 +21,8 @@ The procedure, kept apart from the figures it is judged by:
 The false injection rate is over the null prompts about topics; over every null prompt it is lower by the
 share of meta prompts, which are recognised by rule (:mod:`ctxbus.core.meta_prompts`) and never get items.
 
-The floor applied online is :func:`ctxbus.core.abstain.relevance` on the same evidence (and the same
-recognition of edits of form), so simulating a policy here gives exactly what the retriever would do with it.
-The form-edit penalty is not searched: every policy of the grid has the default (see :mod:`ctxbus.core.abstain`).
+The floor applied online is :func:`ctxbus.core.abstain.relevance` on the same evidence, so simulating a
+policy here gives exactly what the retriever would do with it.
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from typing import Any
 
 from ctxbus.bench.ir_metrics import recall_at
 from ctxbus.core.abstain import Evidence, FloorPolicy, relevance
-from ctxbus.core.form_edits import FormEdit
 
 CALIBRATION = "calibration"
 HELD_OUT = "held_out"
@@ -73,8 +71,6 @@ class Sample:
     ranked: tuple[str, ...]
     #: graded ids (empty for a null prompt)
     relevant: dict[str, int]
-    #: the kind of form-only edit the prompt asks for (ctxbus.core.form_edits), or None
-    form_edit: FormEdit | None = None
 
     @property
     def graded(self) -> bool:
@@ -111,7 +107,7 @@ class Outcome:
 
 
 def _score(sample: Sample, policy: FloorPolicy) -> float:
-    judged = relevance(sample.evidence, policy, sample.form_edit)
+    judged = relevance(sample.evidence, policy)
     return judged.score if judged is not None else float("-inf")
 
 

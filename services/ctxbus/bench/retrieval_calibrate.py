@@ -20,7 +20,6 @@ def collect_samples(
     from ctxbus.components import retriever_handler  # noqa: PLC0415
     from ctxbus.contract.payloads import RetrievalRequested, Trigger  # noqa: PLC0415
     from ctxbus.contract.topics import Topics  # noqa: PLC0415
-    from ctxbus.core.form_edits import recognise_form_edit  # noqa: PLC0415
     from ctxbus.observability import Metrics  # noqa: PLC0415
     from ctxbus.retriever.handler import profile_for  # noqa: PLC0415
 
@@ -38,8 +37,7 @@ def collect_samples(
         best_first = sorted(found.hits, key=lambda h: (-h.score, h.item.id, h.item.project))
         if found.evidence is None:
             raise RuntimeError(f"{prompt_id}: the retriever reported no evidence")
-        ranked = tuple(h.item.id for h in best_first[:k])
-        samples.append(Sample(prompt_id, found.evidence, ranked, dict(relevant), recognise_form_edit(text)))
+        samples.append(Sample(prompt_id, found.evidence, tuple(h.item.id for h in best_first[:k]), dict(relevant)))
     return samples
 
 

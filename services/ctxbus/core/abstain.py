@@ -13,12 +13,9 @@ weighting:
 - ``keyword``: the best BM25 score among the candidates on a 0..1 scale (``bm25 / (bm25 + 6)``, the
   fusion's absolute lexical part: exact identifiers, error strings and config keys).
 
-- ``form_edit``: 1 when the prompt asks only for an edit of form (typos, wording, docstrings, a README
-  section, a table: :mod:`ctxbus.core.form_edits`), else 0.
-
 ::
 
-    relevance = best + margin_weight * margin + keyword_weight * keyword - form_edit_penalty * form_edit
+    relevance = best + margin_weight * margin + keyword_weight * keyword
 
 A request whose relevance is below ``min_relevance`` gets no items (empty reason
 ``nothing_relevant_enough``), and the explanation names the numbers and the best candidate.
@@ -31,12 +28,6 @@ On that set a best match that stands out from its pack did not mark relevance (a
 nothing in the store still has a best match, above an even weaker pack), while a pack that is close
 too did: the calibrated margin weight is negative, so the floor asks for a close best match *and*
 a close neighbourhood, and a lone outlier counts for less.
-
-The form-edit penalty was not fitted: the labelled set's graded queries hold no edit of form, so no
-threshold search can weigh one. It is set so that an edit of form needs the evidence three in four relevant
-queries have: 0.549 is the first quartile of the relevance of the 384 graded queries of the four graded
-sets (``bench/data/retrieval/``), 0.091 above the floor. It was fixed before the fourth held-out set,
-whose graded queries include edits of form that memories are relevant to, was written.
 """
 
 from __future__ import annotations
@@ -47,7 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxbus.contract.payloads import Trigger
-from ctxbus.core.form_edits import FormEdit
 from ctxbus.core.fusion import lexical_part
 from ctxbus.ports import SearchHit
 
@@ -60,7 +50,6 @@ DEFAULT_MIN_RELEVANCE = 0.458
 DEFAULT_PACK_SIZE = 8
 DEFAULT_MARGIN_WEIGHT = -0.5
 DEFAULT_KEYWORD_WEIGHT = 0.2
-DEFAULT_FORM_EDIT_PENALTY = 0.09
 #: A floor that lets every request through (relevance is never below -1 - 1 - 0).
 NO_FLOOR = -2.0
 
@@ -73,18 +62,15 @@ class FloorPolicy:
     pack_size: int = DEFAULT_PACK_SIZE
     margin_weight: float = DEFAULT_MARGIN_WEIGHT
     keyword_weight: float = DEFAULT_KEYWORD_WEIGHT
-    form_edit_penalty: float = DEFAULT_FORM_EDIT_PENALTY
 
     def __post_init__(self) -> None:
         if self.pack_size < 2:
             raise ValueError(f"pack_size must be at least 2, got {self.pack_size}")
-        numbers = (self.min_relevance, self.margin_weight, self.keyword_weight, self.form_edit_penalty)
+        numbers = (self.min_relevance, self.margin_weight, self.keyword_weight)
         if not all(math.isfinite(n) for n in numbers):
             raise ValueError(f"floor parameters must be finite, got {numbers}")
         if self.keyword_weight < 0:
             raise ValueError(f"keyword_weight must not be negative, got {self.keyword_weight}")
-        if self.form_edit_penalty < 0:
-            raise ValueError(f"form_edit_penalty must not be negative, got {self.form_edit_penalty}")
 
     @property
     def enabled(self) -> bool:
@@ -126,9 +112,6 @@ class Relevance:
     score: float
     min_relevance: float
     best_id: str | None = None
-    #: the kind of form-only edit the prompt asks for (its relevance was lowered), or None
-    form_edit: FormEdit | None = None
-    form_edit_penalty: float = 0.0
 
     @property
     def passes(self) -> bool:
@@ -141,7 +124,6 @@ class Relevance:
             "relevance_best": round(self.best, 6),
             "relevance_margin": round(self.margin, 6),
             "relevance_keyword": round(self.keyword, 6),
-            "relevance_form_edit": 1.0 if self.form_edit is not None else 0.0,
             "min_relevance": self.min_relevance,
         }
 
@@ -149,30 +131,23 @@ class Relevance:
         """One line for notices and logs: why the request was turned away (or let through)."""
         verdict = ">=" if self.passes else "<"
         best = f"; best candidate {self.best_id}" if self.best_id else ""
-        edit = (
-            f", less {self.form_edit_penalty:g} for an edit of form ({self.form_edit.value})"
-            if self.form_edit is not None
-            else ""
-        )
         return (
             f"{NOTHING_RELEVANT_ENOUGH if not self.passes else 'relevant'}: relevance {self.score:.3f} {verdict} "
             f"{self.min_relevance:g} (best cosine {self.best:.3f}, margin {self.margin:.3f}, "
-            f"keyword {self.keyword:.3f}{edit}){best}"
+            f"keyword {self.keyword:.3f}){best}"
         )
 
 
-def relevance(evidence: Evidence, policy: FloorPolicy, form_edit: FormEdit | None = None) -> Relevance | None:
-    """The request's relevance under ``policy``; None when there are no candidates to judge. ``form_edit``:
-    the kind of form-only edit the prompt asks for (:func:`ctxbus.core.form_edits.recognise_form_edit`)."""
+def relevance(evidence: Evidence, policy: FloorPolicy) -> Relevance | None:
+    """The request's relevance under ``policy``; None when there are no candidates to judge."""
     if not evidence.cosines:
         return None
     best = evidence.cosines[0]
     pack = evidence.cosines[: policy.pack_size]
     margin = best - statistics.median(pack) if len(pack) == policy.pack_size else 0.0
     keyword = lexical_part(evidence.best_bm25)
-    penalty = policy.form_edit_penalty if form_edit is not None else 0.0
-    score = best + policy.margin_weight * margin + policy.keyword_weight * keyword - penalty
-    return Relevance(best, margin, keyword, score, policy.min_relevance, evidence.best_id, form_edit, penalty)
+    score = best + policy.margin_weight * margin + policy.keyword_weight * keyword
+    return Relevance(best, margin, keyword, score, policy.min_relevance, evidence.best_id)
 
 
 def applies(trigger: Trigger, policy: FloorPolicy) -> bool:

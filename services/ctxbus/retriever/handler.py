@@ -21,7 +21,6 @@ from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
 from ctxbus.core.context_plan import plan_context
 from ctxbus.core.domains import detect_domain
 from ctxbus.core.fingerprint import fingerprint
-from ctxbus.core.form_edits import recognise_form_edit
 from ctxbus.core.meta_prompts import META_PROMPT, recognise
 from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
@@ -354,7 +353,7 @@ class RetrieverHandler:
         # the floor judges what the main search found (what it was calibrated on), not the task prefetch
         evidence = Evidence.of(hits)
         floor = self._floor if abstain and self._floor is not None and applies(request.trigger, self._floor) else None
-        verdict = relevance(evidence, floor, recognise_form_edit(request.prompt)) if floor is not None else None
+        verdict = relevance(evidence, floor) if floor is not None else None
         kept = planned
         if verdict is not None:
             if verdict.passes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -13,7 +12,6 @@ from hypothesis import strategies as st
 from ctxbus.contract.payloads import Trigger
 from ctxbus.core import abstain
 from ctxbus.core.abstain import NO_FLOOR, Evidence, FloorPolicy, applies, relevance
-from ctxbus.core.form_edits import FormEdit
 from ctxbus.core.fusion import lexical_part
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.ports import SearchHit
@@ -60,26 +58,8 @@ def test_relevance_is_the_best_cosine_plus_the_weighted_margin_and_keyword_evide
         "relevance_best",
         "relevance_margin",
         "relevance_keyword",
-        "relevance_form_edit",
         "min_relevance",
     }
-    assert judged.breakdown()["relevance_form_edit"] == 0.0 and judged.form_edit is None
-
-
-def test_an_edit_of_form_needs_stronger_evidence_and_says_so() -> None:
-    policy = FloorPolicy(min_relevance=0.45, pack_size=2, margin_weight=0.0, keyword_weight=0.0, form_edit_penalty=0.09)
-    evidence = Evidence((0.5, 0.1), 0.0, best_id="m-7")
-    plain = relevance(evidence, policy)
-    edit = relevance(evidence, policy, FormEdit.WORDING)
-    assert plain is not None and plain.passes and plain.score == pytest.approx(0.5)
-    assert edit is not None and not edit.passes and edit.score == pytest.approx(0.41)
-    assert edit.form_edit is FormEdit.WORDING and edit.breakdown()["relevance_form_edit"] == 1.0
-    assert "less 0.09 for an edit of form (wording)" in edit.explain()
-    assert "edit of form" not in plain.explain()
-    strong = relevance(Evidence((0.62, 0.1), 0.0), policy, FormEdit.DOCS_PROSE)
-    assert strong is not None and strong.passes  # a memory really about the edit still gets in
-    off = relevance(evidence, replace(policy, form_edit_penalty=0.0), FormEdit.WORDING)
-    assert off is not None and off.passes and off.score == plain.score
 
 
 def test_a_store_smaller_than_the_pack_judges_its_best_candidate_alone() -> None:
@@ -112,8 +92,6 @@ def test_session_starts_are_not_judged_and_the_floor_can_be_turned_off() -> None
     [
         ({"pack_size": 1}, "pack_size"),
         ({"keyword_weight": -0.1}, "keyword_weight"),
-        ({"form_edit_penalty": -0.01}, "form_edit_penalty"),
-        ({"form_edit_penalty": math.inf}, "finite"),
         ({"margin_weight": math.nan}, "finite"),
         ({"min_relevance": math.inf}, "finite"),
     ],
@@ -129,7 +107,6 @@ def test_the_settings_defaults_are_the_calibrated_ones() -> None:
     assert injection.relevance_pack == abstain.DEFAULT_PACK_SIZE
     assert injection.relevance_margin_weight == abstain.DEFAULT_MARGIN_WEIGHT
     assert injection.relevance_keyword_weight == abstain.DEFAULT_KEYWORD_WEIGHT
-    assert injection.relevance_form_edit_penalty == abstain.DEFAULT_FORM_EDIT_PENALTY
     assert injection.skip_meta_prompts
 
 
@@ -142,7 +119,6 @@ _POLICIES = st.builds(
     pack_size=st.integers(min_value=2, max_value=12),
     margin_weight=st.floats(min_value=-0.9, max_value=1.0),
     keyword_weight=st.floats(min_value=0.0, max_value=1.0),
-    form_edit_penalty=st.floats(min_value=0.0, max_value=0.5),
 )
 
 
@@ -167,15 +143,3 @@ def test_closer_candidates_never_lower_relevance(
     assert before is not None and after is not None
     assert after.score >= before.score - 1e-9
     assert after.passes or not before.passes
-
-
-@given(_COSINES, st.floats(min_value=0.0, max_value=50.0), _POLICIES, st.sampled_from(list(FormEdit)))
-def test_an_edit_of_form_is_judged_on_the_same_evidence_less_the_penalty(
-    cosines: tuple[float, ...], bm25: float, policy: FloorPolicy, kind: FormEdit
-) -> None:
-    plain = relevance(Evidence(cosines, bm25), policy)
-    edit = relevance(Evidence(cosines, bm25), policy, kind)
-    assert plain is not None and edit is not None
-    assert edit.score == pytest.approx(plain.score - policy.form_edit_penalty)
-    assert (edit.best, edit.margin, edit.keyword) == (plain.best, plain.margin, plain.keyword)
-    assert plain.passes or not edit.passes
