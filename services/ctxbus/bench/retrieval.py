@@ -103,11 +103,16 @@ class NullPrompt:
 
 #: Null prompt sets written after the relevance floor was fixed: judged, never fitted (``--calibrate`` does not
 #: read them).
-HELD_OUT_NULL_SETS = ("null_queries_heldout.jsonl", "null_queries_heldout2.jsonl")
+HELD_OUT_NULL_SETS = ("null_queries_heldout.jsonl", "null_queries_heldout2.jsonl", "null_queries_heldout3.jsonl")
 #: Graded query sets written after the ranking, the task-type profiles and the floor were fixed (the same rule):
 #: the first drew its topics from memories ``queries.jsonl`` hardly uses, the second and third as ``queries.jsonl``
-#: did (the third with more reviews and explorations).
-HELD_OUT_QUERY_SETS = ("queries_heldout.jsonl", "queries_heldout2.jsonl", "queries_heldout3.jsonl")
+#: did (the third with more reviews and explorations), the fourth with many small wording and documentation tasks.
+HELD_OUT_QUERY_SETS = (
+    "queries_heldout.jsonl",
+    "queries_heldout2.jsonl",
+    "queries_heldout3.jsonl",
+    "queries_heldout4.jsonl",
+)
 
 
 def load_nulls(path: Path) -> list[NullPrompt]:

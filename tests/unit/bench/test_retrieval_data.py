@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ctxbus.bench.retrieval import DATA_DIR, HELD_OUT_QUERY_SETS, load_queries
+from ctxbus.bench.retrieval import DATA_DIR, HELD_OUT_NULL_SETS, HELD_OUT_QUERY_SETS, load_nulls, load_queries
 from ctxbus.contract.payloads import TaskType
 
 
@@ -35,13 +35,15 @@ def test_every_graded_memory_exists_and_belongs_to_the_query_project_or_is_globa
         assert q.task_type is None or q.task_type in task_types, q.id
 
 
-@pytest.mark.parametrize(("index", "prefix"), [(0, "hq-"), (1, "hq2-"), (2, "hq3-")])
-def test_each_held_out_set_is_new_queries(index: int, prefix: str) -> None:
+@pytest.mark.parametrize(
+    ("index", "prefix", "least"), [(0, "hq-", 60), (1, "hq2-", 60), (2, "hq3-", 60), (3, "hq4-", 40)]
+)
+def test_each_held_out_set_is_new_queries(index: int, prefix: str, least: int) -> None:
     earlier = ["queries.jsonl", *HELD_OUT_QUERY_SETS[:index]]
     seen = {q.query.casefold().strip() for name in earlier for q in load_queries(DATA_DIR / name)}
     ids = {q.id for name in earlier for q in load_queries(DATA_DIR / name)}
     held = load_queries(DATA_DIR / HELD_OUT_QUERY_SETS[index])
-    assert len(held) >= 60
+    assert len(held) >= least
     assert not [q.id for q in held if q.query.casefold().strip() in seen]
     assert all(q.id.startswith(prefix) and q.id not in ids for q in held)
 
@@ -50,3 +52,20 @@ def test_each_held_out_set_is_new_queries(index: int, prefix: str) -> None:
 def test_the_data_folder_documents_the_held_out_queries(name: str) -> None:
     readme = (Path(DATA_DIR) / "README.md").read_text(encoding="utf-8")
     assert f"`{name}`" in readme
+
+
+@pytest.mark.parametrize("index", range(len(HELD_OUT_NULL_SETS)))
+def test_each_held_out_null_set_is_new_prompts_in_known_projects_and_categories(index: int) -> None:
+    earlier = ["null_queries.jsonl", *HELD_OUT_NULL_SETS[:index]]
+    seen = {n.query.casefold().strip() for name in earlier for n in load_nulls(DATA_DIR / name)}
+    ids = {n.id for name in earlier for n in load_nulls(DATA_DIR / name)}
+    held = load_nulls(DATA_DIR / HELD_OUT_NULL_SETS[index])
+    projects = set(_memories().values()) - {"__global__"}
+    assert len(held) >= 70 and len({n.id for n in held}) == len(held)
+    assert not [n.id for n in held if n.id in ids]
+    if index:  # the first held-out set repeats four prompts of the first file (two language questions, "yes", "lgtm")
+        assert not [n.id for n in held if n.query.casefold().strip() in seen]
+    assert {n.category for n in held} <= {"chore", "near_miss", "off_stack", "meta"}
+    assert {n.project for n in held} <= projects
+    readme = (Path(DATA_DIR) / "README.md").read_text(encoding="utf-8")
+    assert f"`{HELD_OUT_NULL_SETS[index]}`" in readme

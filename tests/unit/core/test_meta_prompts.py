@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxbus.bench.retrieval import HELD_OUT_NULL_SETS, HELD_OUT_QUERY_SETS
 from ctxbus.core.meta_prompts import ACK_PHRASES, MetaKind, is_acknowledgement, recognise, strip_wrappers
 
 DATA = Path(__file__).resolve().parents[3] / "services" / "ctxbus" / "bench" / "data" / "retrieval"
@@ -18,13 +19,18 @@ def _lines(name: str) -> list[dict[str, str]]:
     return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-GRADED_FILES = ("queries.jsonl", "queries_heldout.jsonl", "queries_heldout2.jsonl", "queries_heldout3.jsonl")
-NULL_FILES = ("null_queries.jsonl", "null_queries_heldout.jsonl", "null_queries_heldout2.jsonl")
+GRADED_FILES = ("queries.jsonl", *HELD_OUT_QUERY_SETS)
+NULL_FILES = ("null_queries.jsonl", *HELD_OUT_NULL_SETS)
 
 
 @pytest.mark.parametrize(
     ("name", "least"),
-    [("null_queries.jsonl", 30), ("null_queries_heldout.jsonl", 16), ("null_queries_heldout2.jsonl", 12)],
+    [
+        ("null_queries.jsonl", 30),
+        ("null_queries_heldout.jsonl", 16),
+        ("null_queries_heldout2.jsonl", 12),
+        ("null_queries_heldout3.jsonl", 4),
+    ],
 )
 def test_every_shipped_meta_prompt_is_recognised_as_its_kind(name: str, least: int) -> None:
     metas = [n for n in _lines(name) if n["category"] == "meta"]
