@@ -36,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxbus.bench.intervals import bootstrap_mean, clopper_pearson
 from ctxbus.bench.ir_metrics import ndcg_at, recall_at, reciprocal_rank
@@ -48,6 +48,7 @@ METHODS = ("dense", "sparse", "hybrid", "full", "full+floor")
 #: the API's mode for each method
 MODE = {"dense": "dense", "sparse": "sparse", "hybrid": "hybrid", "full": "ranked", "full+floor": "ranked"}
 K = 10
+_Row = TypeVar("_Row")
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,17 +338,19 @@ def run(
     }
 
 
+def _with_all(sets: dict[str, list[_Row]]) -> dict[str, list[_Row]]:
+    """The held-out sets, and (with more than one) all of them together under ``HELD_OUT_ALL``."""
+    return {**sets, HELD_OUT_ALL: [x for rows in sets.values() for x in rows]} if len(sets) > 1 else sets
+
+
 def _held_out_nulls(memory: Any, sets: dict[str, list[NullPrompt]]) -> dict[str, Any]:
     """Each held-out set of null prompts, and (with more than one set) all of them together."""
-    if len(sets) > 1:
-        sets = {**sets, HELD_OUT_ALL: [n for nulls in sets.values() for n in nulls]}
-    return {name: evaluate_nulls(memory, nulls) for name, nulls in sets.items()}
+    return {name: evaluate_nulls(memory, nulls) for name, nulls in _with_all(sets).items()}
 
 
 def _held_out_figures(memory: Any, sets: dict[str, list[LabelledQuery]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Each held-out set's quality and profile figures, and (with more than one set) all of them together."""
-    if len(sets) > 1:
-        sets = {**sets, HELD_OUT_ALL: [q for queries in sets.values() for q in queries]}
+    sets = _with_all(sets)
     quality = {name: evaluate(memory, queries) for name, queries in sets.items()}
     tasks = {
         name: _task_profile_figures(memory, queries, domains=False)["task_profiles"] for name, queries in sets.items()
