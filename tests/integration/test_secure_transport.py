@@ -5,7 +5,7 @@ reads it back with a consumer, all through ``secure_front.SecureFront`` (TLS and
 real Tansu behind it). The front records every connection it let through: each test checks that all of
 them carried the expected TLS, user and mechanism, so a client that skipped security would fail here.
 Scope: this checks ctxbus against an RFC-conformant server written for the tests, not a broker's own
-SASL/TLS implementation (see the README's "Security").
+SASL/TLS implementation (see docs/deployment.md, "Kafka security").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG)``) is set in the child be
 sends the child the signal. Two caveats, both handled by the callers: the signal follows the *thread*
 that forked, so children must be started from a thread that lives as long as they should (the main
 thread); and a parent that died before the child set it would be missed, so the child checks its
-parent is still the one that started it. Elsewhere than Linux nothing is set (documented in README).
+parent is still the one that started it. Elsewhere than Linux nothing is set (docs/commands.md, `ctxbus up`).
 """
 
 from __future__ import annotations

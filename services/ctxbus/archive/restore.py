@@ -5,7 +5,7 @@ partition, with its key, value, headers and original timestamp (CreateTime). The
 records from 0: the per-partition base in ``state.json`` maps its offsets back to the archive's, so
 the archiver resumes after the last archived record, and the consumer groups' snapshotted positions
 are committed again, translated, so the services go on where they were and process nothing twice
-(what they did after the last snapshot, they skip: redelivery is idempotent, README). A partition
+(what they did after the last snapshot, they skip: redelivery is idempotent, docs/guarantees.md). A partition
 that already holds records (a broker that kept its data, a real cluster) is left alone.
 """
 

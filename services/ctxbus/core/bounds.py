@@ -1,4 +1,4 @@
-"""How much of one request the request path reads: every bound in one place (README, "Request bounds").
+"""How much of one request the request path reads: every bound in one place (docs/guarantees.md, "Request bounds").
 
 A prompt may hold up to 100,000 characters (``contract.payloads.MAX_PROMPT_CHARS``); what reads it
 reads a bounded prefix, so one request's work does not grow with the prompt beyond these bounds:
