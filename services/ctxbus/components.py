@@ -81,6 +81,9 @@ def floor_policy(injection: InjectionSettings) -> FloorPolicy:
         pack_size=injection.relevance_pack,
         margin_weight=injection.relevance_margin_weight,
         keyword_weight=injection.relevance_keyword_weight,
+        size_slope=injection.relevance_size_slope,
+        reference_size=injection.relevance_reference_size,
+        margin_from=injection.relevance_margin_from,
     )
 
 
