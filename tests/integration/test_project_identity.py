@@ -99,6 +99,18 @@ def test_hooks_get_what_memory_import_stored_from_the_same_repository_with_no_pr
     assert "Password reset must invalidate every session" in context, (context, (stack.log.read_text()[-3000:]))
     assert "integer cents" not in context  # the other convention is not about this prompt
 
+    status = ctxbus(env, repo / "src", "status", "--json")  # what ctxbus sees from here, the stack running
+    assert status.returncode == 0, status.stderr
+    facts = json.loads(status.stdout)
+    assert (facts["project"], facts["source"]) == ("github.com/acme/shop", "git remote")
+    assert (facts["items"], facts["via"]) == (summary["imported"], "running stack")
+    assert facts["stack"]["running"] and facts["stack"]["health"] == "ready"
+    assert {h["scope"]: h["state"] for h in facts["hooks"]} == {
+        "project, shared": "no file",
+        "project, personal": "installed",
+        "user": "no file",
+    }
+
     assert stack.proc is not None
     stack.proc.send_signal(signal.SIGTERM)
     assert stack.proc.wait(60) == 0

@@ -67,7 +67,7 @@ def register(sub: Any) -> None:
     prime.set_defaults(handler=cmd_prime)
 
 
-def _post(settings: Settings, path: str, body: dict[str, Any]) -> Any:
+def gateway_post(settings: Settings, path: str, body: dict[str, Any]) -> Any:
     runtime = read_runtime(settings)
     if runtime is None:
         raise CliError("the memory store is in use by another process and no running ctxbus stack was found", 1)
@@ -176,7 +176,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "strict_domain": args.strict_domain,
                 "agent_role": args.role,
             }
-            answered.extend(_post(settings, "/v1/search", body)["results"])
+            answered.extend(gateway_post(settings, "/v1/search", body)["results"])
         failed += sum(1 for r in answered if "error" in r)
         it = iter(answered)
         results = [{"id": qid, "error": err} if err or q is None else next(it) for qid, q, err in lines]
@@ -202,7 +202,7 @@ def cmd_prime(args: argparse.Namespace) -> int:
     }
     memory = _open(settings)
     if memory is None:
-        document = _post(settings, "/v1/prime", {"project": project, "description": args.description, **options})
+        document = gateway_post(settings, "/v1/prime", {"project": project, "description": args.description, **options})
     else:
         with memory:
             try:

@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         outcome_cmds,
         replay_cmds,
         stack_cmds,
+        status_cmds,
     )
 
     parser = argparse.ArgumentParser(prog="ctxbus", description="Event-driven context injection for AI coding agents.")
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for module in (
         stack_cmds,
+        status_cmds,
         memory_cmds,
         library_cmds,
         client_cmds,
