@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaConsumer
 from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.reply import request_explained
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.cli.request_explain import explain, why_empty
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
@@ -28,7 +29,7 @@ from ctxbus.settings import Settings
 def register(sub: Any) -> None:
     req = sub.add_parser("request", help="send a retrieval request and print the injected context")
     req.add_argument("prompt", help="the prompt or task description")
-    req.add_argument("--project", required=True)
+    add_project_option(req)
     req.add_argument("--session", default="cli", help="session id (default: cli)")
     req.add_argument("--agent", default="cli")
     req.add_argument("--role", default="implementer")
@@ -98,7 +99,7 @@ def cmd_request(args: argparse.Namespace) -> int:
             failure_reason=args.failure_reason,
             deadline=deadline_for(now, args.timeout),  # this command stops waiting after --timeout
         )
-        event = Envelope.root(payload, project=args.project, session_id=args.session, producer="cli", now=now)
+        event = Envelope.root(payload, project=project_of(args), session_id=args.session, producer="cli", now=now)
     except ValueError as exc:
         raise CliError(f"invalid request: {exc}") from exc
     injected, completed, elapsed = asyncio.run(_request(settings, event, args.timeout))
