@@ -13,7 +13,7 @@ NEWEST_PY ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13
 NEWEST_VENV := .venv-newest
 NEWEST_STAMP := $(NEWEST_VENV)/.installed
 
-.PHONY: setup chromium test test-newest lint up bench clean
+.PHONY: setup chromium test test-newest lint up bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -60,5 +60,10 @@ up: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/ctxbus bench
 
+# the documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link or a page missing from the
+# nav fails the build (tests/unit/test_docs_build.py builds it the same way)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) $(NEWEST_VENV) build *.egg-info
+	rm -rf $(VENV) $(NEWEST_VENV) build *.egg-info site

@@ -212,6 +212,6 @@ def test_only_the_services_that_need_a_secret_get_it() -> None:
         assert names == expected, service
 
 
-def test_the_readme_documents_the_manifests() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    assert "deploy/k8s/" in readme and "ScaledObject" in readme
+def test_the_docs_document_the_manifests() -> None:
+    deployment = (Path(__file__).resolve().parents[3] / "docs" / "deployment.md").read_text()
+    assert "deploy/k8s/" in deployment and "ScaledObject" in deployment
