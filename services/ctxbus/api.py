@@ -131,6 +131,10 @@ class Memory:
         parsed = parse_jsonl(Path(path), project=project)
         return self.add(parsed.items, allow_global=allow_global), list(parsed.errors)
 
+    def count(self, project: str | None = None) -> int:
+        """How many items ``project``'s own scope holds (not the global scope's), or the whole store's (None)."""
+        return self.store.count(project)
+
     # -- searching ------------------------------------------------------------------------------------------
 
     def _window(self, query: str) -> tuple[bool, int, str | None]:

@@ -8,6 +8,7 @@ gateway or the wiring that runs the services.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -61,6 +62,22 @@ def open_store(settings: Settings, embedder: Embedder) -> VectorStore:
     )
 
 
+def open_built_store(settings: Settings) -> VectorStore | None:
+    """The configured store as it was built, for reading (``ctxbus status``): an embedded one is opened with the
+    model id and dimension its own record names (no model is loaded), None when there is none yet; a server's
+    collection needs the embedder's. Raises StoreBusy when another process owns the embedded store."""
+    if settings.qdrant.url:
+        return open_store(settings, open_embedder(settings))
+    from ctxbus.adapters.store_edge import META_FILE, EdgeVectorStore  # noqa: PLC0415
+
+    try:
+        record = json.loads((settings.store_dir / META_FILE).read_text(encoding="utf-8"))
+        model_id, dim = str(record["model_id"]), int(record["dim"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return EdgeVectorStore(settings.store_dir, model_id=model_id, dim=dim, item_cache=0)
+
+
 def ranking_weights(settings: Settings) -> RankingWeights:
     i = settings.injection
     return RankingWeights(
@@ -81,6 +98,9 @@ def floor_policy(injection: InjectionSettings) -> FloorPolicy:
         pack_size=injection.relevance_pack,
         margin_weight=injection.relevance_margin_weight,
         keyword_weight=injection.relevance_keyword_weight,
+        size_slope=injection.relevance_size_slope,
+        reference_size=injection.relevance_reference_size,
+        margin_from=injection.relevance_margin_from,
     )
 
 

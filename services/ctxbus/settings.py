@@ -145,11 +145,16 @@ class InjectionSettings(BaseSettings):
     #: the relevance floor (ctxbus.core.abstain; defaults calibrated by ``ctxbus bench retrieval --calibrate``):
     #: a request whose relevance (best cosine + weighted margin over the pack and keyword evidence) is below
     #: this gets no items, empty reason ``nothing_relevant_enough``; -2 turns the floor off
-    min_relevance: float = Field(default=0.458, ge=-2.0, le=2.0)
+    min_relevance: float = Field(default=0.49, ge=-2.0, le=2.0)
     #: the pack: how many of the best candidates' cosines the margin is measured over (median)
     relevance_pack: int = Field(default=8, ge=2, le=100)
     relevance_margin_weight: float = Field(default=-0.5, ge=-2.0, le=2.0)
-    relevance_keyword_weight: float = Field(default=0.2, ge=0.0, le=2.0)
+    relevance_keyword_weight: float = Field(default=0.3, ge=0.0, le=2.0)
+    #: the floor moves by this per unit of ln(store size / reference size); the margin counts from
+    #: ``relevance_margin_from`` items in the request's scope on (ctxbus.core.abstain)
+    relevance_size_slope: float = Field(default=0.08, ge=-1.0, le=1.0)
+    relevance_reference_size: int = Field(default=100, ge=1, le=10_000_000)
+    relevance_margin_from: int = Field(default=0, ge=0, le=10_000_000)
     #: system and meta prompts (task notifications, slash-command echoes, acknowledgements) get no items,
     #: empty reason ``meta_prompt``, without embedding or search (ctxbus.core.meta_prompts)
     skip_meta_prompts: bool = True

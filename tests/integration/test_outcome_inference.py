@@ -136,22 +136,29 @@ async def test_a_failed_test_run_then_stop_publishes_failed_and_moves_the_inject
     feedback = await feedback_of(store, lambda f: f.failures >= 1)
     assert (feedback.uses, feedback.failures, feedback.successes) == (1, 1, 0)
 
-    # the user's next prompt says it works after all: published before this prompt's own request
-    feedback_prompt = "ok I reran it, that worked - the fixture was stale"
+    # the user's next prompt says it works after all: that turn has its outcome (published at Stop), so the
+    # feedback adds none (one outcome per turn, issue 21); the next turn's own evidence is its outcome
+    feedback_prompt = "ok I reran it, that worked - the fixture was stale; now add a test for the expiry"
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo, feedback_prompt), repo)
     context_of(done)
-    first, second = await outcomes_on_the_bus(kafka, topics, expect=2)
-    assert first.event_id == event.event_id
-    assert (second.payload.outcome, second.payload.source) == (
-        Outcome.SUCCESSFUL,
-        "hook.UserPromptSubmit:user_feedback_decides",
+    call = {"type": "tool_use", "id": "toolu_02", "name": "Bash", "input": {"command": "pytest -q"}}
+    passed = "12 passed in 0.40s"
+    result = {"type": "tool_result", "tool_use_id": "toolu_02", "content": passed}
+    turn(
+        transcript,
+        {"type": "user", "message": {"role": "user", "content": feedback_prompt}},
+        {"type": "assistant", "message": {"content": [call]}},
+        {"type": "user", "message": {"content": [result]}, "toolUseResult": {"stdout": passed, "interrupted": False}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Added; all green."}]}},
     )
-    assert second.correlation_id == event.correlation_id  # the first turn's request
+    done, _ = await asyncio.to_thread(run_hook, env, "stop", hook_input("Stop", repo, transcript), repo)
+    assert done.returncode == 0
+    first, second = await outcomes_on_the_bus(kafka, topics, expect=2)  # in the order the gateway sent them
+    assert first.event_id == event.event_id
+    assert (second.payload.outcome, second.payload.source) == (Outcome.SUCCESSFUL, "hook.Stop:checks_passed")
     requests = [EventDeserializer()(r.value) for r in await read_all(kafka, topics.retrieval_requested, expect=2)]
     later = [r for r in requests if isinstance(r.payload, RetrievalRequested) and r.payload.prompt == feedback_prompt]
-    assert len(later) == 1 and second.emitted_at < later[0].emitted_at
-    feedback = await feedback_of(store, lambda f: f.successes >= 1)
-    assert (feedback.uses, feedback.failures, feedback.successes) == (2, 1, 1)
+    assert len(later) == 1 and second.correlation_id == later[0].correlation_id  # the second turn's own request
 
     # the session ends: the evidence is spent, an outcome was published, nothing more
     done, _ = await asyncio.to_thread(

@@ -20,6 +20,7 @@ from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.cli.agent_cmds import cmd_precontext, register
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import project_of
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
     AttemptRecorded,
@@ -325,15 +326,20 @@ def precontext_args(**kw: object) -> argparse.Namespace:
     return argparse.Namespace(**values)
 
 
-def test_register_gives_precontext_the_default_project() -> None:
+def test_register_gives_precontext_the_directorys_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CTXBUS_PROJECT", raising=False)
+    monkeypatch.chdir(tmp_path)  # no repository: the directory's path, as the hooks would say
     parser = argparse.ArgumentParser(prog="ctxbus")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["precontext", "--task", "t", "--type", "retry"])
-    assert args.handler is cmd_precontext and args.project == DEFAULT_PROJECT
+    assert args.handler is cmd_precontext and project_of(args) == str(tmp_path)
     recorded = parser.parse_args(
         ["attempt", "record", "--task", "t", "--attempt", "1", "--provider", "p", "--status", "failed"]
     )
-    assert recorded.project == DEFAULT_PROJECT
+    assert project_of(recorded) == str(tmp_path)
+    assert project_of(parser.parse_args(["precontext", "--task", "t", "--type", "retry", "--project", "default"])) == (
+        DEFAULT_PROJECT
+    )
 
 
 def test_the_cli_prints_nothing_and_exits_0_when_there_is_nothing_to_say(

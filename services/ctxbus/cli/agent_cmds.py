@@ -1,6 +1,7 @@
 """``ctxbus attempt record`` and ``ctxbus precontext``: seed 003's pre-context for orchestrators in any language.
 
-Attempts are keyed by (project, task); both commands take ``--project`` (default ``default``).
+Attempts are keyed by (project, task); both commands take ``--project`` (default: the current directory's
+project, as the hooks derive it).
 ``precontext`` prints an empty string and exits 0 whenever there is nothing to say: no attempt store,
 an unreadable one, an unknown task, a task an outcome ended, or pre-context switched off.
 """
@@ -17,11 +18,12 @@ from typing import Any
 from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.components import token_counter
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import AttemptRecorded, AttemptStatus
 from ctxbus.contract.topics import Topics
-from ctxbus.core.precontext import DEFAULT_PROJECT, PreContextType, build_precontext
+from ctxbus.core.precontext import PreContextType, build_precontext
 from ctxbus.injector.attempts import policy_from
 from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
@@ -39,9 +41,7 @@ def register(sub: Any) -> None:
     rec.add_argument("--updated", action="append", default=[], help="a file the attempt modified (repeatable)")
     rec.add_argument("--error", action="append", default=[], help="a validation error (repeatable, in order)")
     rec.add_argument("--exit-reason", help="circuit_breaker | validation_failure | execution_error | ...")
-    rec.add_argument(
-        "--project", default=DEFAULT_PROJECT, help=f"the project the task belongs to (default: {DEFAULT_PROJECT})"
-    )
+    add_project_option(rec, "the project the task belongs to")
     switch = rec.add_mutually_exclusive_group()
     switch.add_argument("--pre-context", dest="pre_context", action="store_true", default=None)
     switch.add_argument("--no-pre-context", dest="pre_context", action="store_false")
@@ -51,22 +51,13 @@ def register(sub: Any) -> None:
     pre.add_argument("--type", required=True, choices=["retry", "fallback", "circuit_breaker", "helper"])
     pre.add_argument("--provider", help="the provider that just failed (fallback)")
     pre.add_argument("--reason", help="why it failed (fallback)")
-    pre.add_argument(
-        "--project", default=DEFAULT_PROJECT, help=f"the project the task belongs to (default: {DEFAULT_PROJECT})"
-    )
+    add_project_option(pre, "the project the task belongs to")
     pre.set_defaults(handler=cmd_precontext)
-
-
-def _project(value: str) -> str:
-    project = value.strip()
-    if not project:
-        raise CliError("--project must not be blank")
-    return project
 
 
 def cmd_attempt_record(args: argparse.Namespace) -> int:
     settings = Settings()
-    project = _project(args.project)
+    project = project_of(args)
     try:
         payload = AttemptRecorded(
             task_id=args.task,
@@ -109,7 +100,7 @@ def _nothing(why: str) -> int:
 
 def cmd_precontext(args: argparse.Namespace) -> int:
     settings = Settings()
-    project = _project(args.project)
+    project = project_of(args)
     kind = PreContextType.CIRCUIT_BREAKER if args.type == "fallback" else PreContextType(args.type)
     where = f"task {args.task!r} in project {project!r}"
     if not settings.attempts_db.exists():

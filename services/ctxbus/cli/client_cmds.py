@@ -13,10 +13,12 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 
 from ctxbus.adapters.injection_record import InjectionRecord
-from ctxbus.adapters.kafka.reply import request_injection
+from ctxbus.adapters.kafka.reply import request_explained
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import add_project_option, project_of
+from ctxbus.cli.request_explain import explain, why_empty
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, TaskType, Trigger
+from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer
 from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import deadline_for
@@ -27,7 +29,7 @@ from ctxbus.settings import Settings
 def register(sub: Any) -> None:
     req = sub.add_parser("request", help="send a retrieval request and print the injected context")
     req.add_argument("prompt", help="the prompt or task description")
-    req.add_argument("--project", required=True)
+    add_project_option(req)
     req.add_argument("--session", default="cli", help="session id (default: cli)")
     req.add_argument("--agent", default="cli")
     req.add_argument("--role", default="implementer")
@@ -49,6 +51,9 @@ def register(sub: Any) -> None:
     req.add_argument("--failed-provider", help="the provider that just failed (fallback trigger)")
     req.add_argument("--failure-reason", help="why it failed (fallback trigger)")
     req.add_argument("--json", action="store_true", help="print the injected event as JSON")
+    req.add_argument(
+        "--explain", action="store_true", help="print each ranked item's score and its breakdown on stderr"
+    )
     req.set_defaults(handler=cmd_request)
     tail = sub.add_parser("tail", help="print injection events as they happen")
     tail.add_argument("--project")
@@ -94,15 +99,18 @@ def cmd_request(args: argparse.Namespace) -> int:
             failure_reason=args.failure_reason,
             deadline=deadline_for(now, args.timeout),  # this command stops waiting after --timeout
         )
-        event = Envelope.root(payload, project=args.project, session_id=args.session, producer="cli", now=now)
+        event = Envelope.root(payload, project=project_of(args), session_id=args.session, producer="cli", now=now)
     except ValueError as exc:
         raise CliError(f"invalid request: {exc}") from exc
-    injected, elapsed = asyncio.run(_request(settings, event, args.timeout))
+    injected, completed, elapsed = asyncio.run(_request(settings, event, args.timeout))
     if args.json:
         print(injected.model_dump_json(indent=2))
         return 0
     p = injected.payload
+    done = completed.payload if completed is not None else None
     print(p.context or f"(no context: {p.empty_reason})")
+    for line in why_empty(p, done) + (explain(p, done) if args.explain else []):
+        print(line, file=sys.stderr)
     print(
         f"\n-- {len(p.item_ids)} items, {p.context_chars} chars, ~{p.token_estimate} tokens; "
         f"retrieval {p.retrieval_duration_ms} ms, assembly {p.assembly_duration_ms:.1f} ms, "
@@ -114,17 +122,17 @@ def cmd_request(args: argparse.Namespace) -> int:
 
 async def _request(
     settings: Settings, event: Envelope[RetrievalRequested], timeout_s: float
-) -> tuple[Envelope[ContextInjected], float]:
+) -> tuple[Envelope[ContextInjected], Envelope[RetrievalCompleted] | None, float]:
     config = _config(settings)
     topics = Topics(settings.topic_prefix)
     started = time.perf_counter()
     try:
-        injected = await request_injection(config, topics, event, timeout_s, client_id="cli")
+        injected, completed = await request_explained(config, topics, event, timeout_s, client_id="cli")
     except TimeoutError as exc:
         raise CliError(
             f"no injection within {timeout_s} s (correlation {event.correlation_id}): is the stack running?", 1
         ) from exc
-    return injected, time.perf_counter() - started
+    return injected, completed, time.perf_counter() - started
 
 
 def cmd_tail(args: argparse.Namespace) -> int:

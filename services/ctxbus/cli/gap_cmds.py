@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import here
 from ctxbus.core.agent_state import AgentState, StateError, parse_state
 from ctxbus.core.gaps import GapPolicy
 from ctxbus.gaps.inject import DEFAULT_TIMEOUT_S, GapInjectionTimeout, GapInputError, assess, fill_gap
@@ -33,7 +34,11 @@ MAX_STATE_BYTES = 20_000_000
 def register(sub: Any) -> None:
     gap = sub.add_parser("gap", help="detect a context gap in an agent state and inject context into it")
     gap.add_argument("--state", required=True, type=Path, help="the agent state document (JSON)")
-    gap.add_argument("--project", help="the project to search (default: the state's project)")
+    gap.add_argument(
+        "--project",
+        help="the project to search (default: the state's project, else the current directory's, as the hooks "
+        "derive it)",
+    )
     gap.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=f"seconds to wait (default {DEFAULT_TIMEOUT_S:g})"
     )
@@ -89,6 +94,7 @@ def cmd_gap(args: argparse.Namespace) -> int:
     if args.project is not None and not args.project.strip():
         raise CliError("--project must not be blank")
     raw, parsed = load_state(args.state)
+    project = args.project if args.project is not None or parsed.project else here()[0]
     settings = Settings()
     if not args.detect_only:
         try:
@@ -114,7 +120,7 @@ def cmd_gap(args: argparse.Namespace) -> int:
         return 0
     try:
         result = asyncio.run(
-            fill_gap(raw, settings=settings, embedder=embedder, timeout_s=args.timeout, project=args.project)
+            fill_gap(raw, settings=settings, embedder=embedder, timeout_s=args.timeout, project=project)
         )
     except (NoBroker, GapInjectionTimeout) as exc:
         raise CliError(str(exc), 1) from exc

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_pin import PinChange, pin_path, pinned_name, read_text, unpin, write_text
 from ctxbus.hooks import launcher
 from ctxbus.hooks.install_record import InstallRecord
 from ctxbus.hooks.project import git_root
@@ -36,7 +37,7 @@ def register(sub: Any) -> None:
         p = hsub.add_parser(name, help=text)
         scope = p.add_mutually_exclusive_group()
         scope.add_argument(
-            "--project", action="store_true", help="the project's personal .claude/settings.local.json (default)"
+            "--local", action="store_true", help="the project's personal .claude/settings.local.json (default)"
         )
         scope.add_argument(
             "--shared",
@@ -48,7 +49,17 @@ def register(sub: Any) -> None:
         p.add_argument("--settings-file", type=Path, help="an explicit settings file")
         p.add_argument("--dry-run", action="store_true", help="print the change as a diff; write nothing")
         p.set_defaults(handler=handler)
+        if name == "uninstall":  # the pin of the current repository goes too, if ctxbus wrote it
+            p.add_argument("--project", nargs="?", const=True, help=argparse.SUPPRESS)  # the old scope flag
         if name == "install":
+            p.add_argument(
+                "--project",
+                nargs="?",
+                const=True,
+                metavar="NAME",
+                help="pin the repository's project: NAME in its .claude/ctxbus.json, read by the hooks and every "
+                "command (uninstall gives back the file's bytes); a bare --project is the old name of --local",
+            )
             p.add_argument(
                 "--tool-failures",
                 action="store_true",
@@ -73,15 +84,6 @@ def settings_path(args: argparse.Namespace) -> Path:
     return Path(git_root(cwd) or cwd) / ".claude" / name
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read it ({exc}); not touching it") from exc
-
-
 def _parse(path: Path, text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
@@ -92,13 +94,6 @@ def _parse(path: Path, text: str | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CliError(f"{path}: the settings are not a JSON object; not touching it")
     return data
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".ctxbus-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _diff(path: Path, before: str | None, after: str | None) -> str:
@@ -126,9 +121,11 @@ def _gateway_url(args: argparse.Namespace) -> str | None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    name = pinned_name(getattr(args, "project", None))
+    pin = PinChange.plan(pin_path(), name) if name is not None else None  # refused before anything is written
     path = settings_path(args)
     timeout_s = math.ceil(HookSettings().timeout_ms / 1000) + TIMEOUT_SLACK_S
-    before = _read_text(path)
+    before = read_text(path)
     # a shared file names the `ctxbus` on PATH; a personal one the fast launcher of this installation
     command, script = ("ctxbus", None) if getattr(args, "shared", False) else launcher()
     url = _gateway_url(args)
@@ -141,14 +138,18 @@ def cmd_install(args: argparse.Namespace) -> int:
     after = dumps_like(merged, before)
     if args.dry_run:
         print(_diff(path, before, after) or f"{path}: ctxbus's hooks are installed already; nothing would change")
+        if pin is not None:
+            print(_diff(pin.path, pin.before, pin.after) or f"{pin.path}: {pin.name!r} is pinned already")
         return 0
+    if pin is not None:
+        print(pin.apply(Settings().data_dir))
     if after == before:
         print(f"ctxbus hooks already installed in {path}; nothing changed")
         return 0
     record = InstallRecord.load(Settings().data_dir, path)
     if record is None or not record.written(before):  # keep what the file was before ctxbus first touched it
         record = InstallRecord(path=str(path.resolve()), before=before)
-    _write_text(path, after)
+    write_text(path, after)
     record.after_sha256 = InstallRecord.digest(after)
     record.save(Settings().data_dir)
     print(f"ctxbus hooks installed in {path}" + (f" (http hooks posting to {url})" if url else ""))
@@ -161,12 +162,15 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
+    data_dir = Settings().data_dir
+    pinned, unpinned, said = unpin(pin_path(), data_dir, dry_run=args.dry_run)
+    if said is not None:
+        print(_diff(pin_path(), pinned, unpinned) if args.dry_run and pinned != unpinned else said)
     path = settings_path(args)
-    current = _read_text(path)
+    current = read_text(path)
     if current is None:
         print(f"nothing to remove: {path} does not exist")
         return 0
-    data_dir = Settings().data_dir
     record = InstallRecord.load(data_dir, path)
     after: str | None
     if record is not None and record.written(current):
@@ -180,7 +184,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     if after is None:
         path.unlink()
     elif after != current:
-        _write_text(path, after)
+        write_text(path, after)
     if record is not None:
         record.forget(data_dir)
     print(f"ctxbus hooks removed from {path}")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxbus.api import MAX_K, MODES, Memory, QueryError
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.contract.payloads import TaskType
 from ctxbus.gateway.library import MAX_QUERIES, result_line
 from ctxbus.hooks.wire import read_secret
@@ -43,7 +44,7 @@ def register(sub: Any) -> None:
         "search",
         help="batch search: JSON lines of {id, query} in, {id, items: [{id, score}], ms} out, best first",
     )
-    search.add_argument("--project", required=True)
+    add_project_option(search)
     search.add_argument("--queries", required=True, type=Path, help="JSON-lines file of {id, query} ('-': stdin)")
     search.add_argument("--k", type=int, default=10, help=f"items per query (1..{MAX_K}, default 10)")
     search.add_argument("--mode", choices=MODES, default="ranked", help="ranked (default) | hybrid | dense | sparse")
@@ -53,7 +54,7 @@ def register(sub: Any) -> None:
     search.set_defaults(handler=cmd_search)
     prime = sub.add_parser("prime", help="seed 001's prime_context: the assembled context for a task, as JSON")
     prime.add_argument("description", help="what the task is")
-    prime.add_argument("--project", required=True)
+    add_project_option(prime)
     prime.add_argument("--task-type", choices=[t.value for t in TaskType])
     prime.add_argument("--domain", help="the task's domain (a ranking signal; detected when not given)")
     prime.add_argument("--strict-domain", action="store_true", help="with --domain: only items of that domain")
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
     prime.set_defaults(handler=cmd_prime)
 
 
-def _post(settings: Settings, path: str, body: dict[str, Any]) -> Any:
+def gateway_post(settings: Settings, path: str, body: dict[str, Any]) -> Any:
     runtime = read_runtime(settings)
     if runtime is None:
         raise CliError("the memory store is in use by another process and no running ctxbus stack was found", 1)
@@ -135,6 +136,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise CliError(f"--k must be from 1 to {MAX_K}")
     _check_strict(args)
     settings = Settings()
+    project = project_of(args)
     lines = list(_query_lines(args.queries))
     failed = sum(1 for _, _, err in lines if err)
     memory = _open(settings)
@@ -147,7 +149,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                     continue
                 try:
                     found = memory.search(
-                        args.project,
+                        project,
                         query,
                         k=args.k,
                         mode=args.mode,
@@ -166,7 +168,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         for start in range(0, len(good), MAX_QUERIES):
             chunk = good[start : start + MAX_QUERIES]
             body = {
-                "project": args.project,
+                "project": project,
                 "queries": [{"id": i, "query": q} for i, q in chunk],
                 "k": args.k,
                 "mode": args.mode,
@@ -174,7 +176,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "strict_domain": args.strict_domain,
                 "agent_role": args.role,
             }
-            answered.extend(_post(settings, "/v1/search", body)["results"])
+            answered.extend(gateway_post(settings, "/v1/search", body)["results"])
         failed += sum(1 for r in answered if "error" in r)
         it = iter(answered)
         results = [{"id": qid, "error": err} if err or q is None else next(it) for qid, q, err in lines]
@@ -186,6 +188,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_prime(args: argparse.Namespace) -> int:
     _check_strict(args)
     settings = Settings()
+    project = project_of(args)
     include = {section: False for flag, section in _SWITCHES if getattr(args, f"no_{flag}")}
     options: dict[str, Any] = {
         "task_type": args.task_type,
@@ -199,11 +202,11 @@ def cmd_prime(args: argparse.Namespace) -> int:
     }
     memory = _open(settings)
     if memory is None:
-        document = _post(settings, "/v1/prime", {"project": args.project, "description": args.description, **options})
+        document = gateway_post(settings, "/v1/prime", {"project": project, "description": args.description, **options})
     else:
         with memory:
             try:
-                document = memory.prime(args.project, args.description, **options)
+                document = memory.prime(project, args.description, **options)
             except QueryError as exc:
                 raise CliError(str(exc)) from exc
     print(json.dumps(document, indent=2, ensure_ascii=False))

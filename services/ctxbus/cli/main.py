@@ -11,7 +11,6 @@ if TYPE_CHECKING:  # argparse (~30 ms) and typing are not imported on the hook p
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import argparse  # noqa: PLC0415
 
     from ctxbus import __version__  # noqa: PLC0415
     from ctxbus.cli import (  # noqa: PLC0415
@@ -25,9 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
         outcome_cmds,
         replay_cmds,
         stack_cmds,
+        status_cmds,
     )
+    from ctxbus.cli.suggest import SuggestingParser  # noqa: PLC0415
 
-    parser = argparse.ArgumentParser(prog="ctxbus", description="Event-driven context injection for AI coding agents.")
+    parser = SuggestingParser(prog="ctxbus", description="Event-driven context injection for AI coding agents.")
     parser.add_argument("--version", action="version", version=f"ctxbus {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser(
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for module in (
         stack_cmds,
+        status_cmds,
         memory_cmds,
         library_cmds,
         client_cmds,

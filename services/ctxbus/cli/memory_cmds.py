@@ -18,6 +18,7 @@ from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_ups
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.import_report import direct_report, stored_report
 from ctxbus.cli.progress import Progress
+from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MemoryUpserted
 from ctxbus.contract.topics import Topics
@@ -52,7 +53,7 @@ def register(sub: Any) -> None:
         "or a markdown document (ADRs, conventions) chunked by heading",
     )
     imp.add_argument("file", type=Path)
-    imp.add_argument("--project", required=True)
+    add_project_option(imp, "the project to import into")
     imp.add_argument(
         "--with-home",
         action="store_true",
@@ -180,9 +181,7 @@ def _emit(lines: Sequence[dict[str, object]]) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     settings = Settings()
-    project = args.project.strip()
-    if not project:
-        raise CliError("--project must not be blank")
+    project = project_of(args)
     if not args.file.is_file():
         raise CliError(f"{args.file}: no such file")
     if not args.timeout > 0:

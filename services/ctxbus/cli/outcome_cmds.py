@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.learning.record import (
     RECORDABLE,
     OutcomeError,
@@ -31,7 +32,7 @@ def register(sub: Any) -> None:
         "record",
         help="publish an outcome event (ctxbus.context.outcome.recorded.v1); with no broker, apply it to the store",
     )
-    rec.add_argument("--project", required=True, help="the project (tenant) the session or task belongs to")
+    add_project_option(rec, "the project (tenant) the session or task belongs to")
     scope = rec.add_mutually_exclusive_group(required=True)
     scope.add_argument("--session", help="the session whose injected items the outcome counts for")
     scope.add_argument("--task", help="the task whose injected items the outcome counts for")
@@ -54,7 +55,7 @@ def cmd_outcome_record(args: argparse.Namespace) -> int:
     settings = Settings()
     try:
         event = outcome_event(
-            args.project,
+            project_of(args),
             args.outcome,
             session_id=args.session,
             task_id=args.task,

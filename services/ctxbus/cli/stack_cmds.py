@@ -89,6 +89,12 @@ def register(sub: Any) -> None:
         help="fit the relevance floor on the labelled set and judge the fit on prompts it was not fitted on "
         "(5-fold, per recall budget, nested, halves; no speed run)",
     )
+    ret.add_argument(
+        "--store-sizes",
+        action="store_true",
+        help="abstention at every store size (5 to 2,000 memories; teams' conventions and labelled subsets): "
+        "false rejection and false injection per size, fit and held-out stores apart (no speed run)",
+    )
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
     ded = bsub.add_parser("dedupe", help="near-copy clustering threshold: precision and recall on labelled pairs")
@@ -233,6 +239,14 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
         from ctxbus.bench import abstain_calibration, retrieval_calibrate  # noqa: PLC0415
 
         emit(args, retrieval_calibrate.run_calibration(log=log), abstain_calibration.print_report)
+        return 0
+    if args.store_sizes:
+        from ctxbus.bench import store_sizes  # noqa: PLC0415
+        from ctxbus.components import floor_policy  # noqa: PLC0415
+        from ctxbus.settings import Settings  # noqa: PLC0415
+
+        configured = floor_policy(Settings().injection)
+        emit(args, store_sizes.run(configured=configured, log=log), store_sizes.print_report)
         return 0
     result = retrieval.run(scale=args.scale, rounds=args.rounds, log=log)
     emit(args, result, retrieval_report.print_report)

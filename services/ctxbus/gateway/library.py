@@ -9,6 +9,7 @@ depends only on what it calls).
 "mode": "ranked", "domain": null, "strict_domain": false, "agent_role": "implementer"}``; answer: ``{"results": [one
 result line per query, in order]}`` where a bad query's line is ``{"id": ..., "error": ...}``.
 ``/v1/prime`` body: the keyword arguments of :meth:`ctxbus.api.Memory.prime` plus ``project``.
+``/v1/count`` body: ``{"project": P}``; answer: ``{"project": P, "items": N, "global_items": G}`` (``ctxbus status``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ctxbus.core.queries import MODES, QueryError, SearchResult
 from ctxbus.gateway.hook_input import parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.hooks.project import MAX_PROJECT_CHARS
+from ctxbus.memory.model import GLOBAL_PROJECT
 
 #: most queries in one /v1/search call
 MAX_QUERIES = 1_000
@@ -66,7 +68,9 @@ def _body(request: Request) -> dict[str, Any]:
 
 
 class LibraryMemory(Protocol):
-    """What the routes call: :class:`ctxbus.api.Memory`'s asynchronous search and prime."""
+    """What the routes call: :class:`ctxbus.api.Memory`'s asynchronous search and prime, and its count."""
+
+    def count(self, project: str | None = None) -> int: ...
 
     async def asearch(
         self,
@@ -155,3 +159,10 @@ class LibraryRoutes:
         except (QueryError, TypeError) as exc:
             raise HttpError(400, str(exc)) from exc
         return Response(200, dict(document))
+
+    async def count(self, request: Request) -> Response:
+        project = _body(request)["project"]
+        memory = self._open()
+        return Response(
+            200, {"project": project, "items": memory.count(project), "global_items": memory.count(GLOBAL_PROJECT)}
+        )

@@ -12,9 +12,12 @@
 - *UserPromptSubmit*: explicit feedback on the previous turn ("that worked", "still failing") is
   published at once, before the prompt's retrieval request, so it counts for the items injected up
   to the previous turn and not for this prompt's. It closes the open window (the feedback decides,
-  being the latest evidence); when the previous turn's outcome was already published at Stop, the
-  feedback is a new piece of evidence and is published as its own outcome (learning has no
-  retraction: a contradiction offsets the earlier outcome, the notes name it).
+  being the latest evidence).
+
+**One outcome per turn.** When the previous turn's outcome was already published (at its Stop), feedback
+on it in the next prompt publishes nothing: that turn has its outcome, and the feedback is no evidence
+for the new turn either (it is counted as spent, logged ``feedback_after_outcome``). Learning has no
+retraction, so a second outcome for the same turn would count its items twice.
 - *SessionEnd*: the rest of the transcript and the open window; if they decide, that outcome; if the
   session never published one, ``unknown`` (rule ``no_evidence``), so its items count one use.
 
@@ -81,6 +84,8 @@ class SessionWindow:
     answered: bool = False
     #: a prompt started a turn that no Stop closed yet
     turn_open: bool = False
+    #: the last turn's outcome is published (at its Stop): feedback on it in the next prompt adds none
+    turn_decided: bool = False
     prompts: int = 0
     correlation_id: uuid.UUID | None = None
     #: keys of the evidence already in an outcome (most recent last)
@@ -158,6 +163,7 @@ class OutcomeTracker:
                 )
             window.prompts += 1
             window.turn_open = True
+            decided, window.turn_decided = window.turn_decided, False  # a new turn begins
             prompt = hook_input.get("prompt")
             marker = window.cursor if window.cursor is not None else f"n{window.prompts}"
             feedback = None
@@ -165,6 +171,10 @@ class OutcomeTracker:
                 feedback = prompt_evidence(prompt, prompt_key(prompt, marker))
             if feedback is None:
                 return "no_feedback"
+            if decided:  # one outcome per turn: the previous one has its own already
+                self._spend(window, (feedback.key,))
+                log.info("feedback_after_outcome", session=window.session_id, previous=window.last_outcome)
+                return "turn_has_its_outcome" if resent else "publish_failed"
             window.evidence.append(feedback)
             if not resent:  # the earlier outcome goes first: the feedback waits in the window
                 return "publish_failed"
@@ -186,6 +196,7 @@ class OutcomeTracker:
             decision = decide(window.evidence)
             if decision.outcome is Outcome.UNKNOWN:
                 return "no_evidence"
+            window.turn_decided = True
             return await self._publish(window, decision, "Stop", timeout_s)
 
     async def session_end(self, hook_input: dict[str, Any], timeout_s: float) -> str:
@@ -223,6 +234,13 @@ class OutcomeTracker:
         window.evidence.extend(e for k, e in window.pending.items() if k not in known)
         window.pending.clear()
         del window.evidence[:-MAX_WINDOW]
+
+    @staticmethod
+    def _spend(window: SessionWindow, keys: tuple[str, ...]) -> None:
+        """Evidence that is never to join an outcome again (it is in one, or its turn has one)."""
+        window.counted.update(dict.fromkeys(keys))
+        while len(window.counted) > MAX_COUNTED:
+            window.counted.popitem(last=False)
 
     async def _send(self, envelope: Envelope[OutcomeRecorded], timeout_s: float) -> bool:
         try:
@@ -265,9 +283,7 @@ class OutcomeTracker:
         started = time.perf_counter()
         sent = await self._send(envelope, timeout_s)
         # the evidence is this outcome's from now on, sent or not: it never joins another one
-        window.counted.update(dict.fromkeys(decision.keys))
-        while len(window.counted) > MAX_COUNTED:
-            window.counted.popitem(last=False)
+        self._spend(window, decision.keys)
         window.evidence.clear()
         window.published += 1
         window.last_outcome = f"{decision.outcome.value} ({decision.rules[0]})"

@@ -86,6 +86,8 @@ class HookGateway:
             return await self._library.search(request)
         if self._library is not None and request.path == "/v1/prime":
             return await self._library.prime(request)
+        if self._library is not None and request.path == "/v1/count":
+            return await self._library.count(request)
         if request.path != "/v1/hooks":
             raise HttpError(404, f"no route {request.path}")
         if request.method != "POST":

@@ -18,6 +18,13 @@ MAX_PROJECT_CHARS = 200
 #: a shortened id: its first HEAD_CHARS, "...", its last characters, "~" and HASH_CHARS hex digits of its sha256
 HEAD_CHARS = 120
 HASH_CHARS = 16
+#: where a project name came from (:func:`project_source`)
+SOURCE_ENV = "env"
+SOURCE_CONFIG = "ctxbus.json"
+SOURCE_REMOTE = "git remote"
+SOURCE_PATH = "path"
+#: the file that pins a repository's project name, relative to its root
+CONFIG_FILE = os.path.join(".claude", "ctxbus.json")
 
 
 def git_root(start: str) -> str | None:
@@ -85,7 +92,7 @@ def origin_remote(root: str) -> str | None:
 
 def configured_project(root: str) -> str | None:
     try:
-        with open(os.path.join(root, ".claude", "ctxbus.json"), encoding="utf-8") as fh:
+        with open(os.path.join(root, CONFIG_FILE), encoding="utf-8") as fh:
             value = json.load(fh).get("project")
     except (OSError, ValueError, AttributeError):
         return None
@@ -104,13 +111,25 @@ def shorten_project(project: str) -> str:
     return f"{project[:HEAD_CHARS]}...{project[-tail:]}~{digest}"
 
 
-def project_for(cwd: str | None, env: dict[str, str] | None = None) -> str:
-    """The project of a working directory (``env``: whose CTXBUS_PROJECT counts; the gateway passes ``{}``)."""
+def project_source(cwd: str | None, env: dict[str, str] | None = None) -> tuple[str, str]:
+    """The project of a working directory and where that name came from: ``env`` (CTXBUS_PROJECT),
+    ``ctxbus.json`` (the repository's ``.claude/ctxbus.json``), ``git remote`` (``origin``) or ``path``.
+    The one answer to "which project is this directory": the hooks, the gateway and every CLI command ask it."""
     env = os.environ if env is None else env  # type: ignore[assignment]
     override = (env or {}).get("CTXBUS_PROJECT", "").strip()
     if override:
-        return shorten_project(override)
+        return shorten_project(override), SOURCE_ENV
     base = os.path.abspath(cwd or os.getcwd())
     root = git_root(base) or base
-    project = configured_project(root) or origin_remote(root) or root
-    return shorten_project(project)
+    configured = configured_project(root)
+    if configured:
+        return shorten_project(configured), SOURCE_CONFIG
+    remote = origin_remote(root)
+    if remote:
+        return shorten_project(remote), SOURCE_REMOTE
+    return shorten_project(root), SOURCE_PATH
+
+
+def project_for(cwd: str | None, env: dict[str, str] | None = None) -> str:
+    """The project of a working directory (``env``: whose CTXBUS_PROJECT counts; the gateway passes ``{}``)."""
+    return project_source(cwd, env)[0]

@@ -27,6 +27,7 @@ from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile
 from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
 from ctxbus.core.task_profiles import TASK_TYPE_PROFILES, TaskTypeProfile, merge_candidates, task_profile_for
+from ctxbus.memory.model import GLOBAL_PROJECT
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, VectorStore
 from ctxbus.retriever.query import query_text, window_notices
@@ -282,6 +283,11 @@ class RetrieverHandler:
         detected = detect_domain(request.prompt, files, vocabulary).domain
         return detected, DOMAIN_DETECTED if detected else None
 
+    def _scope_size(self, project: str) -> int:
+        """Items a request of ``project`` searches (its own and the global scope): the floor's store size."""
+        own = self._store.count(project)
+        return own if project == GLOBAL_PROJECT else own + self._store.count(GLOBAL_PROJECT)
+
     def retrieve(
         self,
         project: str,
@@ -351,8 +357,8 @@ class RetrieverHandler:
             collapse=self._collapse,
         )
         # the floor judges what the main search found (what it was calibrated on), not the task prefetch
-        evidence = Evidence.of(hits)
         floor = self._floor if abstain and self._floor is not None and applies(request.trigger, self._floor) else None
+        evidence = Evidence.of(hits, self._scope_size(project) if floor is not None else None)
         verdict = relevance(evidence, floor) if floor is not None else None
         kept = planned
         if verdict is not None:

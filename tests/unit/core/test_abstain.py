@@ -75,7 +75,7 @@ def test_the_floor_is_inclusive_and_explains_itself() -> None:
     assert at is not None and at.passes
     assert below is not None and not below.passes
     line = below.explain()
-    assert line.startswith("nothing_relevant_enough: relevance 0.400 < 0.4")
+    assert line.startswith("nothing_relevant_enough: relevance 0.400 < floor 0.4 (")
     assert "best cosine 0.400" in line and "keyword 0.667" in line and "best candidate m-2" in line
     assert relevance(Evidence((), 0.0), policy) is None
 
@@ -143,3 +143,38 @@ def test_closer_candidates_never_lower_relevance(
     assert before is not None and after is not None
     assert after.score >= before.score - 1e-9
     assert after.passes or not before.passes
+
+
+def test_the_floor_rises_with_the_log_of_the_store_size() -> None:
+    policy = FloorPolicy(min_relevance=0.5, size_slope=0.1, reference_size=100)
+    assert policy.floor(None) == 0.5 and policy.floor(100) == pytest.approx(0.5)
+    assert policy.floor(10) == pytest.approx(0.5 - 0.1 * math.log(10))
+    assert policy.floor(1000) == pytest.approx(0.5 + 0.1 * math.log(10))
+    assert policy.floor(5) < policy.floor(30) < policy.floor(400) < policy.floor(2000)
+
+
+def test_the_same_evidence_passes_in_a_small_store_and_not_in_a_large_one() -> None:
+    policy = FloorPolicy(min_relevance=0.45, size_slope=0.08, margin_weight=0.0, keyword_weight=0.0)
+    small = relevance(Evidence((0.4, 0.1), 0.0, store_size=10), policy)
+    large = relevance(Evidence((0.4, 0.1), 0.0, store_size=2000), policy)
+    assert small is not None and small.passes and "for 10 items" in small.explain()
+    assert large is not None and not large.passes and "for 2000 items" in large.explain()
+    assert small.breakdown()["store_size"] == 10.0
+
+
+def test_the_margin_counts_only_from_its_store_size_on() -> None:
+    cosines = (0.5, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1)
+    policy = FloorPolicy(min_relevance=0.3, pack_size=8, margin_weight=-0.5, keyword_weight=0.0, margin_from=50)
+    small = relevance(Evidence(cosines, 0.0, store_size=9), policy)
+    large = relevance(Evidence(cosines, 0.0, store_size=500), policy)
+    assert small is not None and small.margin == 0.0 and small.passes
+    assert large is not None and large.margin == pytest.approx(0.4) and not large.passes
+
+
+def test_size_parameters_are_checked() -> None:
+    with pytest.raises(ValueError):
+        FloorPolicy(reference_size=0)
+    with pytest.raises(ValueError):
+        FloorPolicy(margin_from=-1)
+    with pytest.raises(ValueError):
+        FloorPolicy(size_slope=float("nan"))

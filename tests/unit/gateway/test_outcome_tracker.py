@@ -121,28 +121,33 @@ async def test_a_turn_without_evidence_publishes_nothing_and_its_window_stays_op
     assert event.event_id == outcome_event_id(PROJECT, "s1", ("t0", "t1"))  # the open window's evidence with it
 
 
-async def test_feedback_on_a_published_turn_is_its_own_outcome_with_that_turns_correlation(
+async def test_a_turn_gets_one_outcome_feedback_on_a_turn_published_at_stop_adds_none(
     tracker: OutcomeTracker, recorder: Recorder, transcript: Path
 ) -> None:
+    """Issue 21: a turn's outcome was counted twice (at Stop, then again for "that worked" in the next prompt)."""
     first = hook("UserPromptSubmit", transcript, prompt="close the modal after saving")
     await tracker.prompt(first, 1.0)
     turn1 = uuid.uuid4()
     tracker.turn_started(first, turn1)
     append(transcript, prompt("close the modal after saving"), bash("t1", "npm test"), result("t1", "Tests: 4 passed"))
     await tracker.stop(hook("Stop", transcript), 1.0)
-    second = hook("UserPromptSubmit", transcript, prompt="still broken in the browser, it reopens")
-    assert await tracker.prompt(second, 1.0) == "outcome_published"
+    second = hook("UserPromptSubmit", transcript, prompt="that worked, thanks! now the logout button")
+    assert await tracker.prompt(second, 1.0) == "turn_has_its_outcome"
     tracker.turn_started(second, uuid.uuid4())
+    assert outcomes(recorder) == [("successful", "hook.Stop:checks_passed")]
+    assert recorder.events[0].correlation_id == turn1
+    # the feedback is no evidence for the next turn either: its Stop has none
+    append(transcript, prompt("that worked, thanks! now the logout button"), say("Looking."))
+    assert await tracker.stop(hook("Stop", transcript), 1.0) == "no_evidence"
+    # the next turn's own feedback, its Stop having decided nothing, is that turn's one outcome
+    third = hook("UserPromptSubmit", transcript, prompt="still broken, the button does nothing")
+    assert await tracker.prompt(third, 1.0) == "outcome_published"
     assert outcomes(recorder) == [
         ("successful", "hook.Stop:checks_passed"),
         ("failed", "hook.UserPromptSubmit:user_feedback_decides"),
     ]
-    feedback = recorder.events[1]
-    assert feedback.correlation_id == turn1 == recorder.events[0].correlation_id
-    assert "previous outcome published for this session was successful (checks_passed)" in feedback.payload.notes
-    # the feedback is not evidence again: the next turn's Stop has none
-    append(transcript, prompt("still broken in the browser, it reopens"), say("Looking."))
-    assert await tracker.stop(hook("Stop", transcript), 1.0) == "no_evidence"
+    assert await tracker.session_end(hook("SessionEnd", transcript), 1.0) == "no_evidence"
+    assert len(recorder.events) == 2
 
 
 async def test_feedback_closes_an_open_window_and_a_first_prompt_is_never_feedback(
@@ -252,7 +257,7 @@ async def test_post_tool_use_failure_input(tracker: OutcomeTracker, recorder: Re
     assert "failure_summary" in (recorder.events[0].payload.notes or "")
 
 
-async def test_feedback_waits_while_an_earlier_outcome_cannot_be_sent(
+async def test_an_unsent_outcome_goes_first_and_feedback_on_its_turn_adds_none(
     tracker: OutcomeTracker, recorder: Recorder, transcript: Path
 ) -> None:
     append(transcript, prompt("fix"), bash("t1"), result("t1", FAIL, 1), say("Still red."))
@@ -260,11 +265,9 @@ async def test_feedback_waits_while_an_earlier_outcome_cannot_be_sent(
     assert await tracker.stop(hook("Stop", transcript), 1.0) == "publish_failed"
     assert await tracker.prompt(hook("UserPromptSubmit", transcript, prompt="that worked"), 1.0) == "publish_failed"
     append(transcript, prompt("that worked"), say("Great."))
-    await tracker.stop(hook("Stop", transcript), 1.0)  # the first outcome, then the feedback, in that order
-    assert outcomes(recorder) == [
-        ("failed", "hook.Stop:checks_failed"),
-        ("successful", "hook.Stop:user_feedback_decides"),
-    ]
+    # the first turn's outcome, sent again; the feedback on that turn adds no second one, nor joins this turn
+    assert await tracker.stop(hook("Stop", transcript), 1.0) == "no_evidence"
+    assert outcomes(recorder) == [("failed", "hook.Stop:checks_failed")]
 
 
 async def test_without_a_transcript_no_prompt_waits_for_a_thread(

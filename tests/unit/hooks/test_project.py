@@ -7,9 +7,14 @@ import pytest
 from ctxbus.hooks.project import (
     HEAD_CHARS,
     MAX_PROJECT_CHARS,
+    SOURCE_CONFIG,
+    SOURCE_ENV,
+    SOURCE_PATH,
+    SOURCE_REMOTE,
     git_root,
     normalise_remote,
     project_for,
+    project_source,
     shorten_project,
 )
 
@@ -93,3 +98,14 @@ def test_a_long_ctxbus_project_is_shortened_the_same_way() -> None:
     exact = "z" * MAX_PROJECT_CHARS
     assert shorten_project(exact) == exact
     assert len(shorten_project(exact + "z")) == MAX_PROJECT_CHARS
+
+
+def test_the_source_of_each_name_is_told(tmp_path: Path) -> None:
+    root = repo(tmp_path, "git@github.com:acme/web.git")
+    assert project_source(str(root / "src"), env={}) == ("github.com/acme/web", SOURCE_REMOTE)
+    assert project_source(str(root), env={"CTXBUS_PROJECT": " pinned "}) == ("pinned", SOURCE_ENV)
+    (root / ".claude").mkdir()
+    (root / ".claude" / "ctxbus.json").write_text('{"project": "acme/web"}')
+    assert project_source(str(root / "src"), env={}) == ("acme/web", SOURCE_CONFIG)
+    bare = repo(tmp_path / "bare")
+    assert project_source(str(bare / "src"), env={}) == (str(bare), SOURCE_PATH)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -19,21 +20,30 @@ from ctxbus.adapters.kafka.admin import MissingTopic
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextInjected, RetrievalRequested
+from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
 from ctxbus.contract.topics import Topics
 
 log = structlog.get_logger("ctxbus.reply")
 
 Injected = Envelope[ContextInjected]
+#: how long the completed event is awaited once its injection has arrived (it was published first)
+COMPLETED_GRACE_S = 2.0
+
+
+Completed = Envelope[RetrievalCompleted]
 
 
 class ReplyRouter:
-    def __init__(self, config: KafkaClientConfig, topic: str) -> None:
+    """Routes the injected events (or, with ``payload=RetrievalCompleted`` on the completed topic, the completed
+    ones) to the waits registered for their correlation ids."""
+
+    def __init__(self, config: KafkaClientConfig, topic: str, payload: type[Any] = ContextInjected) -> None:
         self._consumer = AIOKafkaConsumer(**config.consumer("reply", None))
         self._topic = topic
+        self._payload = payload
         self._deserialize = EventDeserializer()
-        self._waiting: dict[str, asyncio.Future[Injected]] = {}
+        self._waiting: dict[str, asyncio.Future[Any]] = {}
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -75,9 +85,9 @@ class ReplyRouter:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def expect(self, correlation_id: uuid.UUID) -> asyncio.Future[Injected]:
+    def expect(self, correlation_id: uuid.UUID) -> asyncio.Future[Any]:
         """Register interest before publishing; the future gets the first injected event of that chain."""
-        fut: asyncio.Future[Injected] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[str(correlation_id)] = fut
         return fut
 
@@ -87,7 +97,7 @@ class ReplyRouter:
         if fut is not None and not fut.done():
             fut.cancel()
 
-    async def wait(self, correlation_id: uuid.UUID, timeout_s: float) -> Injected:
+    async def wait(self, correlation_id: uuid.UUID, timeout_s: float) -> Any:
         """The injected event for ``correlation_id`` (registered with :meth:`expect`).
 
         TimeoutError after ``timeout_s``.
@@ -120,7 +130,7 @@ class ReplyRouter:
                     except EventDecodeError as exc:
                         log.warning("reply_undecodable", offset=rec.offset, reason=exc.reason)
                         continue
-                    if isinstance(event.payload, ContextInjected):
+                    if isinstance(event.payload, self._payload):
                         fut.set_result(event)
 
 
@@ -142,4 +152,32 @@ async def request_injection(
     ):
         router.expect(request.correlation_id)
         await publisher.publish(topics.retrieval_requested, request)
-        return await router.wait(request.correlation_id, timeout_s)
+        injected: Injected = await router.wait(request.correlation_id, timeout_s)
+        return injected
+
+
+async def request_explained(
+    config: KafkaClientConfig,
+    topics: Topics,
+    request: Envelope[RetrievalRequested],
+    timeout_s: float,
+    *,
+    client_id: str,
+) -> tuple[Injected, Completed | None]:
+    """:func:`request_injection`, and the retriever's completed event of the same chain (its ranked items with
+    their score breakdowns and notices, such as why the floor turned the request away); None when it is not
+    seen within a moment of the injection (it is published before it, so it normally is)."""
+    async with (
+        ReplyRouter(config, topics.context_injected) as router,
+        ReplyRouter(config, topics.retrieval_completed, RetrievalCompleted) as completed_router,
+        EventPublisher(config, client_id, schemas_topic=topics.schemas) as publisher,
+    ):
+        router.expect(request.correlation_id)
+        completed_router.expect(request.correlation_id)
+        await publisher.publish(topics.retrieval_requested, request)
+        injected: Injected = await router.wait(request.correlation_id, timeout_s)
+        try:
+            completed: Completed = await completed_router.wait(request.correlation_id, COMPLETED_GRACE_S)
+        except TimeoutError:
+            return injected, None
+        return injected, completed
