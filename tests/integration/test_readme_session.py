@@ -6,7 +6,7 @@ repository, and the working directory is the repository (a git checkout with an 
 has). ``make setup`` is not run (the suite runs inside its result) and ``.venv/bin/ctxbus up`` runs in the
 background, as the README's first terminal does. Then the example prompt must get the example's convention:
 from ``ctxbus request``, from the hook run by hand and from the hook ``ctxbus hooks install`` wrote, as
-Claude Code runs it on the next prompt.
+Claude Code runs it on the next prompt; and ``ctxbus status`` names the project they all used and the hooks.
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## A first session"
 UP = ".venv/bin/ctxbus up"
 SETUP = "make setup"
-
-#: Work of issue 21 that other branches deliver; while one is missing, the test stops there as an expected
-#: failure with this reason. Take an entry out once its work is merged: the test then holds it to account.
-PENDING = {
-    "project_default": "every command's --project defaulting to the directory's project (issue 21, item 3)",
-    "small_store_floor": "a relevance floor that keeps the right memory in a small store (issue 21, item 1)",
-}
 
 
 @dataclass(frozen=True)
@@ -121,11 +114,6 @@ def bash(line: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> sub
     )
 
 
-def pending(key: str, seen: bool) -> None:
-    if seen and key in PENDING:
-        pytest.xfail(PENDING[key])
-
-
 def context_of(hook_stdout: str) -> str:
     answer = json.loads(hook_stdout)
     return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
@@ -150,7 +138,6 @@ def test_the_readme_first_session_runs_as_written(
                 time.sleep(0.1)
             continue
         done = bash(line, repo, env)
-        pending("project_default", done.returncode == 2 and "required: --project" in done.stderr)
         assert done.returncode == 0, f"{line}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
         outputs[line] = done
 
@@ -158,9 +145,12 @@ def test_the_readme_first_session_runs_as_written(
     assert json.loads(imported.stdout.splitlines()[-1])["imported"] == 10
 
     asked = next(done for line, done in outputs.items() if " request " in line)
-    pending("small_store_floor", "nothing_relevant_enough" in asked.stdout)
     assert f"### {session.expected_heading}" in asked.stdout, asked.stdout
     assert "end to end" in asked.stderr
+
+    status = next(done for line, done in outputs.items() if line.endswith(" status"))
+    assert "github.com/acme/web" in status.stdout  # the project the import and the request used, from the remote
+    assert "settings.local.json (project, personal): installed" in status.stdout
 
     by_hand = [done for line, done in outputs.items() if "ctxbus hook user-prompt-submit" in line]
     for done in by_hand:  # the hook run by hand, as the README shows it
