@@ -6,14 +6,16 @@ import errno
 import logging
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from typing import TextIO
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from ctxbus.health import Health, with_health
+from ctxbus.metrics_children import merged_app
 
 #: Latency buckets in seconds: 1 ms .. 10 s.
 LATENCY_BUCKETS = (
@@ -74,6 +76,8 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         #: liveness and readiness, served beside /metrics (wiring registers the checks)
         self.health = Health()
+        #: the ``/metrics`` ports of child processes whose series this endpoint serves too (``ctxbus up``'s)
+        self.child_ports: Callable[[], Iterable[int]] = tuple
         r = self.registry
         self.consumed = Counter(
             "ctxbus_events_consumed_total",
@@ -179,13 +183,16 @@ class Metrics:
             registry=r,
         )
 
+    def _children(self) -> Iterable[int]:
+        return self.child_ports()  # looked up at each scrape: ``up`` sets it once its children are known
+
     def serve(self, host: str, port: int) -> int:
         """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``self.health``) over HTTP in a thread;
         returns the bound port (``port=0`` picks one).
 
         Raises MetricsListenError (naming host and port) when it cannot listen there.
         """
-        app = with_health(make_wsgi_app(self.registry), self.health)
+        app = with_health(merged_app(self.registry, self._children, host), self.health)
         try:
             server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
         except OSError as exc:

@@ -303,7 +303,7 @@ async def run_gateway(
     """Serve the hook gateway until ``stop``; ``on_ready`` gets the bound port.
 
     With the ``resources`` the services of this process share, the gateway also serves the Python
-    API (``/v1/search``, ``/v1/prime``) on their embedder and store, once the retriever opened them.
+    API (``/v1/search``, ``/v1/prime``, ``/v1/count``) on their embedder and store, once the retriever opened them.
     """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415

@@ -550,3 +550,40 @@ async def test_history_read_at_start_is_not_counted_as_the_dashboard_s_own_delay
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)
+
+
+async def test_rows_are_in_time_order_and_no_label_is_clipped(
+    dashboard: Dashboard, browser: BrowserContext, kafka: KafkaClientConfig, topics: Topics
+) -> None:
+    """Issue 21: recent rows out of time order, and the empty reason clipped ("nothin…")."""
+    now = datetime.now(UTC)
+    events = []
+    for seconds, reason in ((3, "nothing_relevant_enough"), (1, "no_memories_in_project"), (2, None)):
+        event = injected("acme/web", f"s-{seconds}", context="" if reason else "### A\nB", empty_reason=reason)
+        events.append(event.model_copy(update={"emitted_at": now - timedelta(seconds=10 - seconds)}))
+    async with EventPublisher(kafka, "test") as pub:  # read in this order, not in time order
+        for event in events:
+            await pub.publish(topics.context_injected, event)
+    page = await open_page(browser, dashboard)
+    rows = page.locator("#recent tbody tr[data-id]")
+    await expect(rows).to_have_count(3, timeout=SEEN_WITHIN_MS)
+    newest_first = [str(e.event_id) for e in sorted(events, key=lambda e: e.emitted_at, reverse=True)]
+    assert [await r.get_attribute("data-id") for r in await rows.all()] == newest_first
+    empties = page.locator("#empties tbody tr[data-id]")
+    assert [await r.get_attribute("data-id") for r in await empties.all()] == [newest_first[0], newest_first[2]]
+    await expect(page.get_by_test_id("empty-reasons")).to_contain_text("nothing_relevant_enough")
+    clipped = await page.evaluate(
+        """() => [...document.querySelectorAll('.bar-row .name, td.reason')]
+            .filter((e) => e.textContent && e.scrollWidth > e.clientWidth)
+            .map((e) => e.textContent)"""
+    )
+    assert clipped == []
+    for viewport in ({"width": 1024, "height": 800}, {"width": 1440, "height": 1000}):
+        await page.set_viewport_size(viewport)
+        assert (
+            await page.evaluate(
+                """() => [...document.querySelectorAll('.bar-row .name, td.reason')]
+                .filter((e) => e.textContent && e.scrollWidth > e.clientWidth).length"""
+            )
+            == 0
+        ), viewport

@@ -86,7 +86,7 @@ def test_the_cli_refuses_bad_input_clearly(settings: Settings) -> None:
         (["--project", "acme", "--outcome", "failed"], "one of the arguments --session --task is required"),
         (["--project", "acme", "--session", "s", "--task", "t", "--outcome", "failed"], "not allowed with"),
         (["--project", "acme", "--session", "s", "--outcome", "unknown"], "invalid choice: 'unknown'"),
-        (["--project", "  ", "--session", "s", "--outcome", "failed"], "the project is empty or blank"),
+        (["--project", "  ", "--session", "s", "--outcome", "failed"], "--project must not be blank"),
         (["--project", "acme", "--session", "x" * 501, "--outcome", "failed"], "at most 500"),
         (["--project", "acme", "--session", "s", "--outcome", "failed", "--notes", "n" * 10_001], "at most 10000"),
     ):

@@ -154,7 +154,7 @@ async def test_a_project_never_gets_another_projects_attempts(
 
     other_cli = await asyncio.to_thread(cli_precontext, settings, "--type", "retry", "--project", "other")
     assert (other_cli.returncode, other_cli.stdout) == (0, ""), other_cli.stderr
-    default_cli = await asyncio.to_thread(cli_precontext, settings, "--type", "retry")  # --project default
+    default_cli = await asyncio.to_thread(cli_precontext, settings, "--type", "retry", "--project", DEFAULT_PROJECT)
     assert default_cli.returncode == 0 and "- default's validation error" in default_cli.stdout
 
 

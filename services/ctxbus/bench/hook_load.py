@@ -99,8 +99,8 @@ async def watch_bus(
 
 
 def scrape(*metrics_ports: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    """The stack's /metrics: metric sample name -> sorted labels -> value, summed over its processes' ports
-    (``up`` and the child processes it runs services in: each service's samples come from one of them)."""
+    """The stack's /metrics: metric sample name -> sorted labels -> value, summed over the ports given (``up``'s
+    alone has its child processes' series too)."""
     out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
     for port in metrics_ports:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:

@@ -45,7 +45,6 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED
 from ctxbus.hooks.client import FALLBACK_RESERVE_S
 from ctxbus.hooks.wire import read_secret
-from ctxbus.runtime import metrics_ports
 
 #: requests in the capacity burst, and how long it may take (what is not served by then expires)
 CAPACITY_REQUESTS = 300
@@ -126,7 +125,8 @@ async def _sample_lag(metrics_ports: list[int], stop: asyncio.Event, peaks: dict
 
 async def _drive(stack_data: Path, config: KafkaClientConfig, topics: Topics, opts: dict[str, Any]) -> dict[str, Any]:
     runtime = json.loads((stack_data / "runtime.json").read_text())
-    gateway_port, ports = int(runtime["gateway_port"]), metrics_ports(runtime)
+    # up's /metrics serves its children's series too: summing the children's own ports as well would count twice
+    gateway_port, ports = int(runtime["gateway_port"]), [int(runtime["metrics_port"])]
     secret = read_secret({}, str(stack_data))
     if secret is None:
         raise RuntimeError(f"the stack left no gateway secret under {stack_data}")

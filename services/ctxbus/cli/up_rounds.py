@@ -121,6 +121,8 @@ async def _round(
     stop = asyncio.Event()
     created = await create_topics(settings, config)
     parts = StackParts(layout, settings, config, metrics.health)
+    # up's /metrics serves its children's series too: one address has every counter
+    metrics.child_ports = lambda: [c.metrics_port for c in parts.children if c.metrics_port]
     gateway_port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     started_at = datetime.now(UTC).isoformat()
     broker_pid = broker.pid if broker is not None else None

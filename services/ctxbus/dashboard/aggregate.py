@@ -1,6 +1,7 @@
 """Pure, bounded aggregation of injection events, dead letters and skipped messages for the dashboard.
 
-Nothing here grows with the number of events: recent rows are ring buffers (``rows``), latency
+Nothing here grows with the number of events: recent rows are ring buffers (``rows``, kept in time order,
+newest first on the page, whatever order the partitions are read in), latency
 percentiles are taken over a fixed window of the latest samples, per-minute and per-second figures live
 in a fixed number of buckets (``series``), and per-project state is kept for at most ``max_projects``
 projects (least recently active dropped first). The clock is passed in; there is no Kafka and no I/O.
@@ -25,6 +26,20 @@ from ctxbus.dashboard.series import MinuteSeries, SecondCounter, percentiles, ro
 STAGES = ("end_to_end", "retrieval", "assembly", "transit", "delivery")
 #: Upper bounds of the injection size histogram, in characters (the last bucket is unbounded).
 CHAR_BOUNDS = (0, 100, 500, 1_000, 2_000, 4_000, 6_000, 8_000, 10_000)
+
+
+def keep_newest(ring: deque[Any], row: Any) -> None:
+    """Put ``row`` in ``ring`` (bounded, oldest first) in time order (``row.at``; ties in arrival order): the feed
+    reads partitions in turn, so rows come out of time order. A full ring keeps its newest rows; a row older than
+    all of them is not kept."""
+    if not ring or row.at >= ring[-1].at:
+        ring.append(row)  # the usual case: the newest so far (a full ring drops its oldest)
+        return
+    if len(ring) == ring.maxlen:
+        if row.at < ring[0].at:
+            return
+        ring.popleft()
+    ring.insert(bisect.bisect_right(ring, row.at, key=lambda r: r.at), row)
 
 
 class Stats:
@@ -59,11 +74,11 @@ class Stats:
         self.last_at = max(self.last_at, row.at)
         self.triggers[row.trigger] += 1
         self.sizes[bisect.bisect_left(CHAR_BOUNDS, row.chars)] += 1
-        self.recent.append(row)
+        keep_newest(self.recent, row)
         if row.empty:
             self.empty += 1
             self.empty_reasons[row.empty_reason or "unspecified"] += 1
-            self.recent_empty.append(row)
+            keep_newest(self.recent_empty, row)
         for stage, value in row.stage_ms().items():
             self.latency[stage].append(value)
         self.per_second.add(row.at)
@@ -79,7 +94,7 @@ class Stats:
     def add_dead_letter(self, row: DeadLetterRow) -> None:
         self.dead_letter_count += 1
         self.dead_reasons[row.reason] += 1
-        self.dead_letters.append(row)
+        keep_newest(self.dead_letters, row)
         bucket = self.minutes.bucket(row.at)
         if bucket is not None:
             bucket.dead_letters += 1
@@ -168,7 +183,7 @@ class Aggregator:
 
     def add_skipped(self, row: SkippedRow) -> None:
         self.skipped[(row.topic, row.reason)] += 1
-        self.recent_skipped.append(row)
+        keep_newest(self.recent_skipped, row)
         self.version += 1
 
     @property

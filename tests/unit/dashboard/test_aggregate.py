@@ -224,6 +224,28 @@ def test_totals_triggers_reasons_and_newest_rows_first() -> None:
     json.dumps(snap)  # JSON-ready as it is
 
 
+def test_rows_are_newest_first_by_time_whatever_order_they_are_read_in() -> None:
+    """Issue 21: the feed reads partitions in turn, so rows arrive out of time order; the page shows time order
+    (newest first), and a full ring keeps the newest rows, not the last ones read."""
+    agg = Aggregator(rows=4, project_rows=4)
+    read_order = [5, 1, 7, 3, 6, 2, 8, 4]  # seconds after T0, as three partitions interleave
+    rows = {at: row(T0 + at, chars=0, reason="nothing_relevant_enough") for at in read_order}
+    for at in read_order:
+        agg.add_injection(rows[at])
+    for at in (3, 9, 1):
+        agg.add_dead_letter(dead(T0 + at))
+    newest = [rows[at].event_id for at in (8, 7, 6, 5)]
+    for snap in (agg.snapshot(now=T0 + 20, rows=4), agg.snapshot(now=T0 + 20, project="acme/web", rows=4)):
+        assert [r["id"] for r in snap["recent"]] == newest
+        assert [r["id"] for r in snap["recent_empty"]] == newest
+        assert [r["at"] for r in snap["dead_letters"]["recent"]] == [T0 + 9, T0 + 3, T0 + 1]
+    agg.add_injection(row(T0 + 0.5))  # older than every row kept: not shown
+    assert [r["id"] for r in agg.snapshot(now=T0 + 20, rows=4)["recent"]] == newest
+    for offset, at in enumerate((T0 + 2, T0 + 1, T0 + 3)):
+        agg.add_skipped(SkippedRow(at, "p.context.injected.v1", 0, offset, "undecodable", ""))
+    assert [r["offset"] for r in agg.snapshot(now=T0 + 20)["skipped"]["recent"]] == [2, 0, 1]
+
+
 def test_latency_percentiles_per_stage_over_the_window() -> None:
     agg = Aggregator(latency_window=100)
     for i in range(1, 201):  # only the last 100 (e2e 101..200) stay in the window
