@@ -190,7 +190,7 @@ def print_report(result: dict[str, Any]) -> None:
         policy = entry["policy"]
         print(f"\n{name}: {policy if policy is not None else 'no floor'}")
         if "objective" in entry:
-            print(f"  fitted on the fit stores: worst size {entry['objective']['worst']:.3f}")
+            print(f"  fitted on the fit stores: mean cell {entry['objective']['mean']:.3f}, worst cell {entry['objective']['worst']:.3f}")
         for which, table in entry["rates"].items():
             print(f"  {which}")
             for size, r in table.items():
