@@ -13,7 +13,12 @@ Two kinds of store, at every size of :data:`SIZES`:
   meta prompts aside: they are recognised by rule) are null in every store of it.
 - **team**: one team's conventions, imported from its markdown file as a user would (one item per
   heading), with that team's on-topic prompts (paraphrased, graded to the conventions they need) and null
-  prompts (``data/stores/<set>/``); at their own size (5-15) and grown with padding to the larger sizes.
+  prompts (``data/stores/<set>/``); at their own size (5-15) and grown with padding to the larger sizes (never
+  with padding of the team's own field).
+
+Padding is ungraded: in the large stores a null prompt may meet another team's note that is about it after all
+(a chore such as "bump the version" next to another team's note on version bumps), so the false injection rates
+of the padded sizes are upper bounds.
 
 Every prompt belongs to a *set*: ``fit`` (what a floor may be fitted on: ``queries.jsonl``,
 ``null_queries.jsonl`` and the ``fit`` teams) or ``held_out`` (the held-out graded and null files and the
@@ -190,6 +195,12 @@ def team_prompts(directory: Path, which: str) -> dict[str, list[Prompt]]:
     return by_store
 
 
+def _same_field(team: str, project: str) -> bool:
+    """A padding project in the team's own field (a word of its name in the team's: ``game-engine`` padding
+    for a game engine team), whose notes may well be about the team's prompts: never its padding."""
+    return bool(set(team.split("-")) & set(project.split("-")))
+
+
 def team_stores(
     padding: Sequence[MemoryItem],
     *,
@@ -214,11 +225,12 @@ def team_stores(
                 raise ValueError(f"{path}: {parsed.errors[0]}")
             own = list(parsed.items)
             judged = tuple(prompts.get(team, ()))
+            filler = [m for m in padding if not _same_field(team, m.project)]
             plans.append(StorePlan(f"{team}@own", "team", size_bucket(len(own)), team, tuple(own), judged))
             for size in sizes:
-                if size <= len(own) * 2 or not padding:
+                if size <= len(own) * 2 or not filler:
                     continue
-                fill = _moved(rng.sample(list(padding), min(size - len(own), len(padding))), team)
+                fill = _moved(rng.sample(filler, min(size - len(own), len(filler))), team)
                 plans.append(
                     StorePlan(f"{team}@{size}", "team", size_bucket(len(own) + len(fill)), team, (*own, *fill), judged)
                 )

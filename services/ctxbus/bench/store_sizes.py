@@ -117,6 +117,13 @@ def collect(plans: Sequence[StorePlan], embedder: Embedder, root: Path, log: Cal
     return samples
 
 
+def fitted_on(sample: Sample) -> bool:
+    """The samples a floor is fitted on: the ``fit`` set's labelled stores at every size and its teams' stores at
+    their own size. Team stores grown with padding are judged, not fitted on: there ungraded notes of other teams
+    compete with a team's few conventions (their rates are upper bounds)."""
+    return sample.set == FIT and (sample.kind == "labelled" or sample.store.endswith("@own"))
+
+
 def _judged(samples: Sequence[Sample], policy: FloorPolicy | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for which in (FIT, HELD_OUT):
@@ -154,7 +161,7 @@ def run(
         embedder = RememberingEmbedder(open_embedder(Settings(data_dir=Path(tmp) / "model")))
         samples = collect(plans, embedder, Path(tmp), log)
     log(f"answered in {time.perf_counter() - started:.1f} s; fitting the floor on the fit stores")
-    fitted, objective = fit([s for s in samples if s.set == FIT], base=configured)
+    fitted, objective = fit([s for s in samples if fitted_on(s)], base=configured)
     return {
         "k": K,
         "stores": len(plans),

@@ -54,15 +54,15 @@ NOTHING_RELEVANT_ENOUGH = "nothing_relevant_enough"
 #: Triggers the floor does not apply to (a session start asks for the project's basics).
 EXEMPT_TRIGGERS = frozenset({Trigger.SESSION_START})
 #: Calibrated defaults (see the module doc and ``ctxbus bench retrieval --calibrate``).
-DEFAULT_MIN_RELEVANCE = 0.49
+DEFAULT_MIN_RELEVANCE = 0.425
 DEFAULT_PACK_SIZE = 8
 DEFAULT_MARGIN_WEIGHT = -0.5
-DEFAULT_KEYWORD_WEIGHT = 0.3
+DEFAULT_KEYWORD_WEIGHT = 0.2
 #: how the floor moves with the store's size (per unit of ln n), the size it is ``min_relevance`` at, and the
 #: store size from which the margin counts
-DEFAULT_SIZE_SLOPE = 0.08
+DEFAULT_SIZE_SLOPE = 0.04
 DEFAULT_REFERENCE_SIZE = 100
-DEFAULT_MARGIN_FROM = 0
+DEFAULT_MARGIN_FROM = 50
 #: A floor that lets every request through (relevance is never below -1 - 1 - 0).
 NO_FLOOR = -2.0
 
