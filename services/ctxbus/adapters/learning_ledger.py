@@ -8,6 +8,7 @@ outcome's time), so they depend on the set of facts, never on the order they arr
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ctxbus.adapters.sqlite import open_wal
@@ -126,6 +127,15 @@ class LearningLedger:
                 failures=by.get("failed", 0),
             )
         return result
+
+    def injections_of(self, key: Key) -> tuple[int, datetime | None]:
+        """How often an item was injected (injections this ledger knows), and when last."""
+        count, last = self._db.execute(
+            "SELECT COUNT(*), MAX(i.emitted_at) FROM injection_items ii JOIN injections i ON i.event_id = ii.event_id "
+            "WHERE ii.project = ? AND ii.item_id = ?",
+            key,
+        ).fetchone()
+        return int(count), None if last is None else datetime.fromtimestamp(float(last), UTC)
 
     def all_items(self) -> set[Key]:
         return {(str(p), str(i)) for p, i in self._db.execute("SELECT DISTINCT project, item_id FROM injection_items")}

@@ -14,9 +14,23 @@ and learning lives beside that code (:data:`ctxbus.core.ranking.PIN_BOOST`, :fun
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+
+#: the header an upsert record carries when it explicitly re-adds forgotten items (``memory import
+#: --allow-forgotten``): a statement of intent, like the global-write marker
+ALLOW_FORGOTTEN_HEADER = "ctxbus-allow-forgotten"
+ALLOW_FORGOTTEN_VALUE = b"1"
+
+
+def allow_forgotten_marker() -> tuple[str, bytes]:
+    return ALLOW_FORGOTTEN_HEADER, ALLOW_FORGOTTEN_VALUE
+
+
+def allow_forgotten_marked(headers: Iterable[tuple[str, bytes]]) -> bool:
+    return any(k == ALLOW_FORGOTTEN_HEADER and v == ALLOW_FORGOTTEN_VALUE for k, v in headers)
 
 
 class CurationAction(StrEnum):
