@@ -15,8 +15,8 @@ from pathlib import Path
 import structlog
 
 from ctxbus.adapters.attempt_store import AttemptStore
-from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.curation_ledger import CurationLedger
+from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
@@ -324,6 +324,7 @@ async def run_gateway(
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
     from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
@@ -338,6 +339,7 @@ async def run_gateway(
         ReplyRouter(config, topics.context_injected) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
+        memory = MemoryRoutes(_memory_of(resources)) if resources is not None else None
         outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
         patterns = PatternSync(
             config,
@@ -349,7 +351,9 @@ async def run_gateway(
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm)
+        gateway = HookGateway(
+            settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm, memory=memory
+        )
         server = HttpServer(
             admission.wrap(gateway.handle),
             host=settings.gateway.host,

@@ -128,5 +128,7 @@ def table(rows: Sequence[dict[str, Any]], width: int) -> list[str]:
     used = sum(widths) + 2 * len(widths)
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + "  TITLE"]
     for r, c in zip(rows, cells, strict=True):
-        lines.append("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)) + "  " + clip(r["title"], width - used))
+        lines.append(
+            "  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)) + "  " + clip(r["title"], width - used)
+        )
     return [line.rstrip() for line in lines]

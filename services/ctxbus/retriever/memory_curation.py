@@ -26,6 +26,7 @@ from ctxbus.ports import VectorStore
 
 log = structlog.get_logger("ctxbus.memory")
 
+
 @dataclass(frozen=True, slots=True)
 class Curated:
     """What one curation did: the ids it changed in the store, and those the store does not hold."""

@@ -21,11 +21,11 @@ from ctxbus.adapters.kafka.runner import RECORD_HEADERS, Output, PoisonEvent, Re
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import MemoryAction, MemoryStored, MemoryStoreResult, MemoryUpserted
 from ctxbus.contract.topics import Topics
+from ctxbus.core.curation import allow_forgotten_marked
 from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import Action, IngestReport, ingest
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.ports import Embedder, VectorStore
-from ctxbus.core.curation import allow_forgotten_marked
 from ctxbus.retriever.memory_curation import admit_items
 
 log = structlog.get_logger("ctxbus.memory")
