@@ -32,7 +32,7 @@ from ctxbus.contract.payloads import ContextInjected
 from ctxbus.contract.topics import Topics
 from ctxbus.core.curation import CurationAction
 from ctxbus.learning.record import OutcomeReceipt
-from ctxbus.memory.listing import ItemFilter, ItemHistory, UnknownItem, document, row, select
+from ctxbus.memory.listing import ItemFilter, ItemHistory, UnknownItem, document, row, select, session_change
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import VectorStore
 from ctxbus.settings import Settings
@@ -83,8 +83,41 @@ class Steering:
         return select(self.store.items(project), keep)
 
     def rows(self, project: str | None = None, **filters: Any) -> builtins.list[dict[str, Any]]:
-        """:meth:`list` as JSON-ready rows (id, kind, source, learned conviction, uses, pinned, stale, title)."""
-        return [row(i) for i in self.list(project, **filters)]
+        """:meth:`list` as JSON-ready rows (id, kind, source, learned conviction, uses, outcomes, injections and the
+        last one, pinned, stale, title)."""
+        from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
+
+        ledger = LearningLedger(self.settings.learning_db)
+        try:
+            seen = ledger.injection_summary(project)
+        finally:
+            ledger.close()
+        items = self.list(project, **filters)
+        return [row(i, ItemHistory(*seen.get((i.project, i.id), (0, None)))) for i in items]
+
+    def sessions(self, project: str | None = None, *, limit: int = 20) -> builtins.list[dict[str, Any]]:
+        """The latest outcomes (newest first) and what each changed: the conviction of every item it counted for,
+        before and after it (:func:`ctxbus.memory.listing.session_change`)."""
+        from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
+
+        ledger = LearningLedger(self.settings.learning_db)
+        try:
+            outcomes = ledger.recent_outcomes(project, limit)
+        finally:
+            ledger.close()
+        changes = []
+        for fact, keys in outcomes:
+            items = [
+                i for p in sorted({p for p, _ in keys}) for i in self.store.get(p, sorted(i for q, i in keys if q == p))
+            ]
+            changes.append(
+                session_change(fact.project, fact.session_id, fact.task_id, fact.outcome, fact.emitted_at, items)
+            )
+        return changes
+
+    async def asessions(self, project: str | None = None, *, limit: int = 20) -> builtins.list[dict[str, Any]]:
+        """:meth:`sessions` for callers that already run an event loop (the gateway)."""
+        return await asyncio.to_thread(self.sessions, project, limit=limit)
 
     def get(self, item_id: str, *, project: str) -> dict[str, Any]:
         """The whole item and what learning knows of it: learned conviction and success rate, outcomes, uses,

@@ -7,6 +7,8 @@ them goes through the bus (``memory.curated``), never through this gateway.
 "pinned": null}``; answer ``{"items": [rows]}`` (:func:`ctxbus.memory.listing.row`).
 ``/v1/memory/show`` body: ``{"project": P, "id": I}``; answer: the item's document
 (:func:`ctxbus.memory.listing.document`), 404 for an unknown id.
+``/v1/memory/sessions`` body: ``{"project": P or null, "limit": 20}``; answer ``{"sessions": [the latest outcomes,
+newest first, each with the items whose conviction it moved]}`` (:func:`ctxbus.memory.listing.session_change`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.memory.listing import UnknownItem
 
 _FILTERS = {"kind": str, "source": str, "stale": bool, "pinned": bool}
+#: most outcomes one /v1/memory/sessions call returns
+MAX_SESSIONS = 200
 
 
 class MemoryReader(Protocol):
@@ -27,6 +31,8 @@ class MemoryReader(Protocol):
     async def alist_rows(self, project: str | None = None, **filters: Any) -> list[dict[str, Any]]: ...
 
     async def aget(self, item_id: str, *, project: str) -> dict[str, Any]: ...
+
+    async def asessions(self, project: str | None = None, *, limit: int = ...) -> list[dict[str, Any]]: ...
 
 
 def _text(body: dict[str, Any], key: str, *, required: bool) -> str | None:
@@ -81,3 +87,11 @@ class MemoryRoutes:
             return Response(200, await self._open().aget(item_id, project=project))
         except UnknownItem as exc:
             raise HttpError(404, str(exc)) from exc
+
+    async def sessions(self, request: Request) -> Response:
+        body = self._body(request)
+        limit = body.get("limit", 20)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_SESSIONS:
+            raise HttpError(400, f"limit must be a whole number within 1..{MAX_SESSIONS}")
+        project = _text(body, "project", required=False)
+        return Response(200, {"sessions": await self._open().asessions(project, limit=limit)})

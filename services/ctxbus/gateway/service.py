@@ -93,6 +93,8 @@ class HookGateway:
             return await self._memory.list(request)
         if self._memory is not None and request.path == "/v1/memory/show":
             return await self._memory.show(request)
+        if self._memory is not None and request.path == "/v1/memory/sessions":
+            return await self._memory.sessions(request)
         if request.path != "/v1/hooks":
             raise HttpError(404, f"no route {request.path}")
         if request.method != "POST":

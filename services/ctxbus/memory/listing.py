@@ -60,9 +60,24 @@ def select(items: Iterable[MemoryItem], keep: ItemFilter) -> list[MemoryItem]:
     return [i for i in items if keep.keeps(i)]
 
 
-def row(item: MemoryItem) -> dict[str, Any]:
-    """One item at a glance (JSON-ready)."""
+@dataclass(frozen=True, slots=True)
+class ItemHistory:
+    """What the learning ledger knows of an item: its injections and the last one."""
+
+    injections: int = 0
+    last_injected: datetime | None = None
+
+
+def row(item: MemoryItem, history: ItemHistory | None = None) -> dict[str, Any]:
+    """One item at a glance (JSON-ready); with its ``history``, its injections and the last one too."""
+    fb = item.feedback
+    seen: dict[str, Any] = {}
+    if history is not None:
+        last = history.last_injected.isoformat() if history.last_injected else None
+        seen = {"injections": history.injections, "last_injected": last}
     return {
+        **seen,
+        "outcomes": {"successful": fb.successes, "partial": fb.partials, "failed": fb.failures},
         "id": item.id,
         "project": item.project,
         "kind": item.kind.value,
@@ -73,14 +88,6 @@ def row(item: MemoryItem) -> dict[str, Any]:
         "stale": not item.active,
         "title": item.title or item.content.split("\n", 1)[0],
     }
-
-
-@dataclass(frozen=True, slots=True)
-class ItemHistory:
-    """What the learning ledger knows of an item: its injections and the last one."""
-
-    injections: int = 0
-    last_injected: datetime | None = None
 
 
 def document(item: MemoryItem, history: ItemHistory, near: Sequence[MemoryItem]) -> dict[str, Any]:
@@ -132,3 +139,36 @@ def table(rows: Sequence[dict[str, Any]], width: int) -> list[str]:
             "  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)) + "  " + clip(r["title"], width - used)
         )
     return [line.rstrip() for line in lines]
+
+
+_COUNTS = {"successful": "successes", "partial": "partials", "failed": "failures"}
+
+
+def conviction_move(item: MemoryItem, outcome: str) -> tuple[float, float]:
+    """(conviction without one ``outcome``, with it): what that outcome changed, the other outcomes counted."""
+    after = learned_conviction(item)
+    field = _COUNTS.get(outcome)
+    fb = item.feedback
+    if field is None or getattr(fb, field) == 0 or fb.uses == 0:
+        return after, after  # unknown outcomes count as uses only
+    fewer = fb.model_copy(update={field: getattr(fb, field) - 1, "uses": fb.uses - 1})
+    return learned_conviction(item.model_copy(update={"feedback": fewer})), after
+
+
+def session_change(
+    project: str, session_id: str, task_id: str | None, outcome: str, at: datetime, items: Sequence[MemoryItem]
+) -> dict[str, Any]:
+    """One outcome and what it changed: each counted item's conviction before and after it, biggest move first
+    (items since forgotten are left out)."""
+    moved = sorted(
+        ((item, *conviction_move(item, outcome)) for item in items), key=lambda m: (-abs(m[2] - m[1]), m[0].id)
+    )
+    moves = [{"id": i.id, "project": i.project, "before": round(b, 4), "after": round(a, 4)} for i, b, a in moved]
+    return {
+        "project": project,
+        "session_id": session_id,
+        "task_id": task_id,
+        "outcome": outcome,
+        "at": at.isoformat(),
+        "changed": moves,
+    }

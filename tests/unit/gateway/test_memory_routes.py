@@ -23,6 +23,9 @@ class Reader:
             raise ValueError("unknown kind 'nope'")
         return [{"id": "a"}]
 
+    async def asessions(self, project: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
+        return [{"project": project, "limit": limit}]
+
     async def aget(self, item_id: str, *, project: str) -> dict[str, Any]:
         if item_id != "a":
             raise UnknownItem(project, item_id)
@@ -30,7 +33,7 @@ class Reader:
 
 
 def call(routes: MemoryRoutes, path: str, body: object, method: str = "POST") -> Response:
-    handler = routes.list if path.endswith("list") else routes.show
+    handler = {"list": routes.list, "show": routes.show, "sessions": routes.sessions}[path.rsplit("/", 1)[1]]
     return asyncio.run(handler(Request(method, path, {}, json.dumps(body).encode())))
 
 
@@ -60,3 +63,12 @@ def test_show_needs_a_project_and_an_id_and_says_404_for_an_unknown_one() -> Non
     assert status(routes, "/v1/memory/show", {"project": "acme", "id": "zz"}) == 404
     assert status(routes, "/v1/memory/show", {"id": "a"}) == 400
     assert status(routes, "/v1/memory/show", {"project": "acme", "id": " "}) == 400
+
+
+def test_sessions_take_a_bounded_limit() -> None:
+    routes = MemoryRoutes(Reader)
+    answer = call(routes, "/v1/memory/sessions", {"project": "acme", "limit": 5})
+    assert answer.body == {"sessions": [{"project": "acme", "limit": 5}]}
+    assert call(routes, "/v1/memory/sessions", {}).body == {"sessions": [{"project": None, "limit": 20}]}
+    assert status(routes, "/v1/memory/sessions", {"limit": 0}) == 400
+    assert status(routes, "/v1/memory/sessions", {"limit": True}) == 400

@@ -6,7 +6,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ctxbus.memory.listing import ItemFilter, ItemHistory, clip, document, row, select, table
+from ctxbus.core.learning import learned_conviction
+from ctxbus.memory.listing import (
+    ItemFilter,
+    ItemHistory,
+    clip,
+    conviction_move,
+    document,
+    row,
+    select,
+    session_change,
+    table,
+)
 from ctxbus.memory.model import Feedback, MemoryItem
 
 ITEMS = [
@@ -53,3 +64,17 @@ def test_the_table_fits_the_width_and_marks_pinned_and_stale_items() -> None:
     assert all(len(line) <= 60 for line in lines)
     assert lines[2].startswith("*b ") and lines[3].startswith("~c ")
     assert clip("a  long\ntext here", 8) == "a long …" and clip("short", 10) == "short" and clip("x", 0) == ""
+
+
+def test_a_session_change_says_how_much_its_outcome_moved_each_items_conviction() -> None:
+    at = datetime(2026, 11, 27, 9, tzinfo=UTC)
+    failed_twice = ITEMS[0].model_copy(update={"feedback": Feedback(uses=2, failures=2)})
+    untouched = ITEMS[1].model_copy(update={"feedback": Feedback(uses=1, successes=1)})
+    change = session_change("p", "s-1", None, "failed", at, [untouched, failed_twice])
+    assert (change["session_id"], change["outcome"], change["at"]) == ("s-1", "failed", at.isoformat())
+    first, second = change["changed"]
+    assert first["id"] == "a" and first["after"] < first["before"]  # the biggest move first
+    assert second == {"id": "b", "project": "p", "before": second["after"], "after": second["after"]}
+    assert conviction_move(failed_twice, "unknown") == (learned_conviction(failed_twice),) * 2
+    pinned = failed_twice.model_copy(update={"pinned": True})
+    assert conviction_move(pinned, "failed") == (0.6, 0.6)  # a pinned item is never lowered
