@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.async_api import BrowserContext, async_playwright, expect
 
 from ctxbus.dashboard.aggregate import Aggregator
 from ctxbus.dashboard.memory_view import memory_view
@@ -22,10 +23,27 @@ from ctxbus.hooks.wire import read_secret
 from ctxbus.runtime import read_runtime
 from ctxbus.settings import Settings
 
+from . import test_dashboard
 from .test_memory_forget import ITEMS, PROJECT, QUERY, ctxbus, listed_ids, ok
 from .up_stack import Stack, stop_quietly
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def chromium(tmp_path: Path) -> AsyncIterator[BrowserContext]:
+    """A headless chromium as the dashboard's own browser tests start it."""
+    async with async_playwright() as pw:
+        context = await pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),
+            executable_path=str(test_dashboard.CHROMIUM),
+            headless=True,
+            args=test_dashboard.CHROMIUM_FLAGS,
+        )
+        try:
+            yield context
+        finally:
+            await context.close()
 
 
 @pytest.fixture
@@ -129,3 +147,31 @@ async def test_the_memory_view_shows_learning_and_forgets_with_the_secret(
     await until(forgotten, "the forget applied by the store's owner")
     gone = ctxbus(stack, "memory", "show", "naming", "--project", PROJECT)
     assert gone.returncode == 1 and "no memory item 'naming'" in gone.stderr
+
+
+async def test_the_page_lists_the_items_and_forgets_one_with_the_secret(
+    stack: Stack, dashboard: DashboardServer, chromium: BrowserContext, tmp_path: Path
+) -> None:
+    memories = tmp_path / "memories.jsonl"
+    memories.write_text("".join(json.dumps(i) + "\n" for i in ITEMS))
+    ok(stack, "memory", "import", str(memories), "--project", PROJECT)
+    page = chromium.pages[0] if chromium.pages else await chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    await page.goto(f"http://127.0.0.1:{dashboard.port}/memory")
+    await expect(page.get_by_test_id("memory-item")).to_have_count(3, timeout=10_000)
+    await page.get_by_test_id("memory-kind").select_option("warning")
+    await expect(page.get_by_test_id("memory-item")).to_have_count(1, timeout=10_000)
+    await page.get_by_test_id("memory-kind").select_option("")
+    row = page.locator('tr[data-testid="memory-item"][data-id="naming"]')
+    await row.get_by_test_id("memory-forget").click()  # no secret yet: nothing is sent
+    await expect(page.get_by_test_id("memory-status")).to_contain_text("Enter the gateway's secret")
+    await page.get_by_test_id("memory-secret").fill("wrong")
+    await row.get_by_test_id("memory-forget").click()
+    await expect(page.get_by_test_id("memory-status")).to_contain_text("Not forgotten")
+    await page.get_by_test_id("memory-secret").fill(read_secret({}, str(stack.data)) or "")
+    await row.get_by_test_id("memory-forget").click()
+    await expect(page.get_by_test_id("memory-status")).to_contain_text("sent to the store's owner")
+    await expect(page.get_by_test_id("memory-item")).to_have_count(2, timeout=60_000)  # reloaded once applied
+    assert "naming" not in listed_ids(stack)
+    assert errors == []
