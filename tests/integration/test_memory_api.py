@@ -3,6 +3,9 @@ forgotten item refused by ``add`` until explicitly re-added."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +53,28 @@ def test_see_pin_and_forget_in_the_callers_own_store(tmp_path: Path, embedder: O
         assert [i.id for i in memory.list("acme")] == ["flags", "old"]  # nothing written
         memory.add(ITEMS[:1], allow_forgotten=True)
         assert memory.search("acme", "password reset sessions", k=1).items[0].id == "reset"
+
+
+def test_the_commands_with_no_stack_print_a_table_a_whole_item_and_one_line_errors(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXBUS_")} | {"CTXBUS_DATA_DIR": str(tmp_path)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "ctxbus.cli.main", "memory", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    memories = tmp_path / "m.jsonl"
+    memories.write_text("".join(i.model_dump_json(include={"id", "kind", "content", "source"}) + "\n" for i in ITEMS))
+    assert run("import", str(memories), "--project", "acme").returncode == 0
+    table = run("list", "--project", "acme").stdout.splitlines()
+    assert table[0].split() == ["ID", "KIND", "SOURCE", "CONV", "USES", "TITLE"]
+    assert [line.split()[0] for line in table[1:]] == ["flags", "old", "reset"]
+    assert run("pin", "old", "--project", "acme").returncode == 0
+    assert "*old" in run("list", "--project", "acme").stdout
+    shown = run("show", "old", "--project", "acme").stdout
+    assert "pinned:       yes" in shown and shown.rstrip().endswith(ITEMS[2].content)
+    for args in (("show", "nope"), ("forget", "reset", "nope"), ("pin", "nope")):
+        failed = run(*args, "--project", "acme")
+        assert (
+            failed.returncode == 1 and failed.stderr.strip() == "ctxbus: error: no memory item 'nope' in project 'acme'"
+        )
+    assert "reset" in run("list", "--project", "acme").stdout  # a forget naming an unknown id forgets nothing
