@@ -18,7 +18,8 @@ profile's policy, hybrid search, ranking; the score is the ranking's and ``break
 ``hybrid`` (the store's fused candidates; score = reciprocal-rank fusion), ``dense`` (cosine) and
 ``sparse`` (BM25). ``prime`` returns seed 001's prime_context document, built by the injector's
 code. ``record_outcome`` records how a session or a task went: through the bus when there is one,
-else applied to this store at once (:mod:`ctxbus.learning.record`). A Memory opened here owns the
+else applied to this store at once (:mod:`ctxbus.learning.record`). ``list``, ``get``, ``forget``, ``pin`` and
+``unpin`` see and steer the memory (:mod:`ctxbus.api_steering`, docs/memory.md). A Memory opened here owns the
 embedded store (another process holding it raises :class:`~ctxbus.ports.StoreBusy`); with
 ``CTXBUS_QDRANT_URL`` set it talks to that server instead.
 """

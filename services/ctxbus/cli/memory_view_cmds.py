@@ -128,7 +128,7 @@ def _print_document(doc: dict[str, Any]) -> None:
         ),
         ("success rate", rate),
         ("injections", f"{doc['injections']} (last {doc['last_injected'] or 'never'})"),
-        ("near copies", ", ".join(doc["near_copies"]) or "none"),
+        ("cluster", f"{doc['cluster_id'] or doc['id']}; near copies: {', '.join(doc['near_copies']) or 'none'}"),
         ("domains", ", ".join(doc["domains"]) or "-"),
         ("updated", doc["updated_at"]),
     ]
