@@ -361,9 +361,6 @@ class Memory(Steering):
             raise QueryError(str(exc)) from exc
         return completed
 
-    async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:
-        return (await self._inject_event(project, request, session_id)).payload
-
     async def _inject_event(
         self, project: str, request: RetrievalRequested, session_id: str
     ) -> Envelope[ContextInjected]:
