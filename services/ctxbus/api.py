@@ -18,7 +18,8 @@ profile's policy, hybrid search, ranking; the score is the ranking's and ``break
 ``hybrid`` (the store's fused candidates; score = reciprocal-rank fusion), ``dense`` (cosine) and
 ``sparse`` (BM25). ``prime`` returns seed 001's prime_context document, built by the injector's
 code. ``record_outcome`` records how a session or a task went: through the bus when there is one,
-else applied to this store at once (:mod:`ctxbus.learning.record`). A Memory opened here owns the
+else applied to this store at once (:mod:`ctxbus.learning.record`). ``list``, ``get``, ``forget``, ``pin`` and
+``unpin`` see and steer the memory (:mod:`ctxbus.api_steering`, docs/memory.md). A Memory opened here owns the
 embedded store (another process holding it raises :class:`~ctxbus.ports.StoreBusy`); with
 ``CTXBUS_QDRANT_URL`` set it talks to that server instead.
 """
@@ -35,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ctxbus.api_steering import ForgottenRefused, Steering
 from ctxbus.components import injector_handler, open_embedder, open_store, retriever_handler
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
@@ -48,7 +50,6 @@ from ctxbus.contract.payloads import (
 from ctxbus.contract.topics import Topics
 from ctxbus.core.bounds import embed_chars, prefix
 from ctxbus.core.queries import MAX_K, MODES, Found, QueryError, SearchResult, check_project, check_query
-from ctxbus.learning.record import OutcomeReceipt
 from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import IngestReport, ingest
 from ctxbus.memory.jsonl_file import parse_jsonl
@@ -63,6 +64,7 @@ __all__ = [
     "MAX_K",
     "MAX_LIBRARY_THREADS",
     "MODES",
+    "ForgottenRefused",
     "Found",
     "Memory",
     "QueryError",
@@ -88,8 +90,9 @@ def library_embedder_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"threads": threads})})
 
 
-class Memory:
-    """One project-scoped memory store with the embedder that fills and searches it."""
+class Memory(Steering):
+    """One project-scoped memory store with the embedder that fills and searches it (outcomes, listing, forgetting
+    and pinning: :class:`~ctxbus.api_steering.Steering`)."""
 
     def __init__(self, settings: Settings, embedder: Embedder, store: VectorStore, *, owns_store: bool = True) -> None:
         self.settings = settings
@@ -114,22 +117,27 @@ class Memory:
 
     # -- adding ---------------------------------------------------------------------------------------------
 
-    def add(self, items: Iterable[MemoryItem], *, allow_global: bool = False) -> IngestReport:
+    def add(
+        self, items: Iterable[MemoryItem], *, allow_global: bool = False, allow_forgotten: bool = False
+    ) -> IngestReport:
         """Embed and store items (exact duplicates merge, near copies are kept and clustered, ``supersedes``
         retires; see ctxbus.memory.ingest). Items of the global scope (read by every project) need
         ``allow_global=True``: without it :class:`~ctxbus.memory.global_scope.GlobalWriteRefused` is raised and
-        nothing is written."""
+        nothing is written. A forgotten item (:meth:`forget`) comes back only with ``allow_forgotten=True``;
+        without it :class:`~ctxbus.api_steering.ForgottenRefused` is raised and nothing is written."""
         batch = list(items)
         global_scope.check_allowed(batch, allow_global)
+        self.check_forgotten(batch, allow_forgotten)
         return ingest(batch, self.embedder, self.store)
 
     def add_file(
-        self, path: str | Path, *, project: str, allow_global: bool = False
+        self, path: str | Path, *, project: str, allow_global: bool = False, allow_forgotten: bool = False
     ) -> tuple[IngestReport, list[LineError]]:
         """A JSON-lines file of memory items: the good lines are stored, the bad ones returned with reasons
-        (``allow_global``: as in :meth:`add`, for lines of the global scope)."""
+        (``allow_global``, ``allow_forgotten``: as in :meth:`add`)."""
         parsed = parse_jsonl(Path(path), project=project)
-        return self.add(parsed.items, allow_global=allow_global), list(parsed.errors)
+        report = self.add(parsed.items, allow_global=allow_global, allow_forgotten=allow_forgotten)
+        return report, list(parsed.errors)
 
     def count(self, project: str | None = None) -> int:
         """How many items ``project``'s own scope holds (not the global scope's), or the whole store's (None)."""
@@ -357,9 +365,6 @@ class Memory:
             raise QueryError(str(exc)) from exc
         return completed
 
-    async def _inject(self, project: str, request: RetrievalRequested, session_id: str) -> ContextInjected:
-        return (await self._inject_event(project, request, session_id)).payload
-
     async def _inject_event(
         self, project: str, request: RetrievalRequested, session_id: str
     ) -> Envelope[ContextInjected]:
@@ -367,65 +372,6 @@ class Memory:
         completed = await self._run(event)
         injected: Envelope[ContextInjected] = await self._run(completed)
         return injected
-
-    # -- outcomes -------------------------------------------------------------------------------------------
-
-    def record_outcome(
-        self,
-        project: str,
-        outcome: str,
-        *,
-        session_id: str | None = None,
-        task_id: str | None = None,
-        notes: str | None = None,
-        source: str = PRODUCER,
-    ) -> OutcomeReceipt:
-        """Record how a session or a task (exactly one) went: ``successful``, ``partial`` or ``failed``.
-
-        Published on ``ctxbus.context.outcome.recorded.v1`` when there is a broker (a configured cluster or
-        the running stack; the store's owner learns from it); else recorded in this data directory's
-        learning ledger and applied to this store at once (``via="local"``, with the counts). Raises
-        :class:`~ctxbus.learning.record.OutcomeError` for bad input or a configured broker out of reach."""
-        return self._sync(
-            self.arecord_outcome(project, outcome, session_id=session_id, task_id=task_id, notes=notes, source=source)
-        )
-
-    async def arecord_outcome(
-        self,
-        project: str,
-        outcome: str,
-        *,
-        session_id: str | None = None,
-        task_id: str | None = None,
-        notes: str | None = None,
-        source: str = PRODUCER,
-    ) -> OutcomeReceipt:
-        """:meth:`record_outcome` for callers that already run an event loop."""
-        from ctxbus.learning import record  # noqa: PLC0415
-
-        event = record.outcome_event(
-            project, outcome, session_id=session_id, task_id=task_id, notes=notes, source=source
-        )
-        config = record.bus_of(self.settings)
-        if config is not None:
-            await record.publish(config, Topics(self.settings.topic_prefix), event, PRODUCER)
-            return record.receipt(event, "bus")
-        counted, updated = await asyncio.to_thread(record.apply_locally, self.settings, self.store, event)
-        return record.receipt(event, "local", counted, updated)
-
-    def _note_injection(self, event: Envelope[ContextInjected]) -> None:
-        """An injection this library made, in the data directory's learning ledger (outcomes count for it)."""
-        from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
-        from ctxbus.learning.handler import injection_fact  # noqa: PLC0415
-
-        fact = injection_fact(event)
-        if not fact.items:
-            return
-        ledger = LearningLedger(self.settings.learning_db)
-        try:
-            ledger.add_injection(fact)
-        finally:
-            ledger.close()
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 

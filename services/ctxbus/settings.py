@@ -362,6 +362,12 @@ class Settings(BaseSettings):
         return self.data_dir / "learning.sqlite3"
 
     @property
+    def curation_db(self) -> Path:
+        """What people did to the memory: the forgotten items (never written again) and the pins (rebuildable from
+        the curation topic)."""
+        return self.data_dir / "curation.sqlite3"
+
+    @property
     def archive_dir(self) -> Path:
         return self.archive.dir or self.data_dir / "archive"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import structlog
 
 from ctxbus.adapters.attempt_store import AttemptStore
+from ctxbus.adapters.curation_ledger import CurationLedger
 from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
@@ -33,6 +34,7 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.expiry import RetrieverDeadlines
+from ctxbus.retriever.memory_curation import MemoryCurationHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
 from ctxbus.settings import Settings
 
@@ -52,6 +54,7 @@ class Resources:
     record: InjectionRecord | None = None
     attempts: AttemptStore | None = None
     ledger: LearningLedger | None = None
+    curation: CurationLedger | None = None
     #: embeds a request's query ahead of the retriever of this process (set when it runs here; see the gateway)
     warm: Callable[[RetrievalRequested], None] | None = None
 
@@ -63,6 +66,8 @@ class Resources:
     def close(self) -> None:
         if self.ledger is not None:
             self.ledger.close()
+        if self.curation is not None:
+            self.curation.close()
         if self.store is not None:
             self.store.close()
         if self.record is not None:
@@ -108,6 +113,8 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
+        if res.curation is None:
+            res.curation = CurationLedger(s.curation_db)
         return [
             RunnerSpec(
                 "retriever",
@@ -127,10 +134,18 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             # every upsert once its items are searchable
             RunnerSpec(
                 "memory",
-                MemoryUpsertHandler(res.embedder, res.store, topics),
+                MemoryUpsertHandler(res.embedder, res.store, topics, res.curation),
                 topics.memory_upserted,
                 EventType.MEMORY_UPSERTED,
                 (topics.memory_stored,),
+                background=True,
+            ),
+            # ... and forgets and pins: what was forgotten is remembered, so no upsert brings it back
+            RunnerSpec(
+                "memory-curation",
+                MemoryCurationHandler(res.store, res.curation),
+                topics.memory_curated,
+                EventType.MEMORY_CURATED,
                 background=True,
             ),
             # ... and so is what outcomes teach about the injected items
@@ -309,6 +324,7 @@ async def run_gateway(
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
+    from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
     from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
@@ -323,6 +339,7 @@ async def run_gateway(
         ReplyRouter(config, topics.context_injected) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
+        memory = MemoryRoutes(_memory_of(resources)) if resources is not None else None
         outcomes = OutcomeTracker(topics, publisher) if settings.hook.outcomes else None
         patterns = PatternSync(
             config,
@@ -334,7 +351,9 @@ async def run_gateway(
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
-        gateway = HookGateway(settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm)
+        gateway = HookGateway(
+            settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm, memory=memory
+        )
         server = HttpServer(
             admission.wrap(gateway.handle),
             host=settings.gateway.host,

@@ -246,3 +246,21 @@ class StoreBehaviour:
             assert found(mode, "database") <= {"migr", "adr"} and "migr" in found(mode, "database"), mode
             assert found(mode, "Security") == {"reset"}, mode  # an item of several domains is in each
             assert found(mode, "payments") == set(), mode  # a domain no item carries: nothing, not everything
+
+    def test_listing_a_scope_and_pinning(self, filled: VectorStore, embedder: OnnxMiniLmEmbedder) -> None:
+        """``items`` lists one scope whole (by id), or every project; a pin is set in place, seen by ``get``,
+        ``items`` and searches at once, survives a re-import of the item, and unknown ids are not counted."""
+        assert [i.id for i in filled.items("acme")] == ["adr", "migr", "ratelimit", "reset"]
+        assert filled.items("acme")[3] == CORPUS[0]
+        assert [(i.project, i.id) for i in filled.items()][:1] == [(GLOBAL_PROJECT, "global-tip")]
+        assert len(filled.items()) == 6 and filled.items("nobody") == []
+        assert filled.set_pinned("acme", ["reset", "missing"], True) == 1
+        assert filled.set_pinned("other", ["reset"], True) == 0  # ids are per project
+        assert filled.get("acme", ["reset"])[0].pinned
+        assert [i.id for i in filled.items("acme") if i.pinned] == ["reset"]
+        hits = filled.search(SearchQuery(vector=embedder.embed_query("password reset"), project="acme", limit=3))
+        assert next(h.item for h in hits if h.item.id == "reset").pinned
+        ingest([CORPUS[0].model_copy(update={"content": "Revoke refresh tokens on every reset"})], embedder, filled)
+        assert filled.get("acme", ["reset"])[0].pinned  # a person's pin outlives a re-import
+        assert filled.set_pinned("acme", ["reset"], False) == 1
+        assert not filled.get("acme", ["reset"])[0].pinned

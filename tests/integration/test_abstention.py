@@ -105,6 +105,12 @@ class CountingStore:
     def set_feedback(self, project: str, feedback: Mapping[str, Feedback]) -> int:
         return self.inner.set_feedback(project, feedback)
 
+    def set_pinned(self, project: str, item_ids: Sequence[str], pinned: bool) -> int:
+        return self.inner.set_pinned(project, item_ids, pinned)
+
+    def items(self, project: str | None = None) -> list[MemoryItem]:
+        return self.inner.items(project)
+
     def count(self, project: str | None = None) -> int:
         return self.inner.count(project)
 

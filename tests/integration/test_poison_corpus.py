@@ -109,6 +109,7 @@ async def test_an_oversize_record_on_every_consumed_topic_leaves_every_service_r
     consumers = {  # topic -> the groups that consume it
         topics.retrieval_requested: ["retriever"],
         topics.memory_upserted: ["memory"],
+        topics.memory_curated: ["memory-curation"],
         topics.context_injected: ["learning-injections", "recorder"],
         topics.outcome_recorded: ["learning-outcomes", "task-outcomes"],
         topics.retrieval_completed: ["injector"],

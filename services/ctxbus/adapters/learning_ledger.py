@@ -8,6 +8,7 @@ outcome's time), so they depend on the set of facts, never on the order they arr
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ctxbus.adapters.sqlite import open_wal
@@ -126,6 +127,53 @@ class LearningLedger:
                 failures=by.get("failed", 0),
             )
         return result
+
+    def injections_of(self, key: Key) -> tuple[int, datetime | None]:
+        """How often an item was injected (injections this ledger knows), and when last."""
+        count, last = self._db.execute(
+            "SELECT COUNT(*), MAX(i.emitted_at) FROM injection_items ii JOIN injections i ON i.event_id = ii.event_id "
+            "WHERE ii.project = ? AND ii.item_id = ?",
+            key,
+        ).fetchone()
+        return int(count), None if last is None else datetime.fromtimestamp(float(last), UTC)
+
+    def injection_summary(self, project: str | None = None) -> dict[Key, tuple[int, datetime]]:
+        """Every injected item (of ``project``, or all) with its injection count and the last one's time."""
+        rows = self._db.execute(
+            "SELECT ii.project, ii.item_id, COUNT(*), MAX(i.emitted_at) FROM injection_items ii "
+            "JOIN injections i ON i.event_id = ii.event_id"
+            + (" WHERE ii.project = ?" if project is not None else "")
+            + " GROUP BY ii.project, ii.item_id",
+            (project,) if project is not None else (),
+        ).fetchall()
+        return {(str(p), str(i)): (int(n), datetime.fromtimestamp(float(t), UTC)) for p, i, n, t in rows}
+
+    def recent_outcomes(self, project: str | None = None, limit: int = 20) -> list[tuple[OutcomeFact, set[Key]]]:
+        """The latest outcomes (newest first, of ``project`` or all) and the items each counts for."""
+        rows = self._db.execute(
+            "SELECT event_id, project, session_id, task_id, by_task, outcome, emitted_at FROM outcomes"
+            + (" WHERE project = ?" if project is not None else "")
+            + " ORDER BY emitted_at DESC, event_id LIMIT ?",
+            (*((project,) if project is not None else ()), limit),
+        ).fetchall()
+        found: list[tuple[OutcomeFact, set[Key]]] = []
+        for event_id, proj, session, task, by_task, outcome, at in rows:
+            fact = OutcomeFact(
+                str(event_id),
+                str(proj),
+                str(session),
+                task,
+                TASK if by_task else "session",
+                str(outcome),
+                datetime.fromtimestamp(float(at), UTC),
+            )
+            items = self._db.execute(
+                f"SELECT DISTINCT ii.project, ii.item_id FROM outcomes o JOIN injections i ON {_APPLIES} "
+                "JOIN injection_items ii ON ii.event_id = i.event_id WHERE o.event_id = ?",
+                (event_id,),
+            ).fetchall()
+            found.append((fact, {(str(p), str(i)) for p, i in items}))
+        return found
 
     def all_items(self) -> set[Key]:
         return {(str(p), str(i)) for p, i in self._db.execute("SELECT DISTINCT project, item_id FROM injection_items")}

@@ -32,6 +32,8 @@ from ctxbus.adapters.store_payload import (
     FEEDBACK,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
+    PINNED,
+    SCROLL_PAGE,
     SPARSE,
     STATUS,
     SUPERSEDED,
@@ -44,6 +46,7 @@ from ctxbus.adapters.store_payload import (
     dense_of,
     item_payload,
     item_sparse,
+    listed,
     model_record,
     payload_item,
     search_mode,
@@ -111,6 +114,10 @@ def _scope_filter(scope: SearchScope) -> qe.Filter:
         must_not.append(qe.FieldCondition(key="kind", match=qe.MatchAny(any=list(scope.exclude_kinds))))
     must_not.append(qe.FieldCondition(key=STATUS, match=qe.MatchValue(value=SUPERSEDED)))
     return qe.Filter(must=must, must_not=must_not or None)
+
+
+def _project_filter(project: str) -> qe.Filter:
+    return qe.Filter(must=[qe.FieldCondition(key="project", match=qe.MatchValue(value=project))])
 
 
 class EdgeVectorStore:
@@ -307,11 +314,36 @@ class EdgeVectorStore:
             self._items.invalidate(present)
         return len(present)
 
+    def set_pinned(self, project: str, item_ids: Sequence[str], pinned: bool) -> int:
+        """Mark stored items of ``project`` pinned or not; returns how many exist."""
+        wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
+        if not wanted:
+            return 0
+        present = [str(r.id) for r in self._open.retrieve(list(wanted), with_payload=False, with_vector=False)]
+        try:
+            if present:
+                self._open.update(qe.UpdateOperation.set_payload(list(present), {PINNED: pinned}))
+        finally:
+            self._items.invalidate(present)
+        return len(present)
+
+    def items(self, project: str | None = None) -> list[MemoryItem]:
+        """Every stored item of ``project`` (superseded ones included), or of all projects, by project and id."""
+        flt = None if project is None else _project_filter(project)
+        found: list[MemoryItem] = []
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, filter=flt, with_payload=True, with_vector=False
+            )
+            records, offset = self._open.scroll(request)
+            found.extend(payload_item(r.payload) for r in records)
+            if offset is None or not records:
+                return listed(found)
+
     def count(self, project: str | None = None) -> int:
         """Items of ``project`` (only that scope, not global), or of every project when None."""
-        flt = None
-        if project is not None:
-            flt = qe.Filter(must=[qe.FieldCondition(key="project", match=qe.MatchValue(value=project))])
+        flt = None if project is None else _project_filter(project)
         return int(self._open.count(qe.CountRequest(exact=True, filter=flt)))
 
     def close(self) -> None:

@@ -29,6 +29,10 @@ KEYWORD_INDEXES = ("project", "kind", "domains", "id", "content_hash", "status")
 FLOAT_INDEXES = ("confidence", "importance")
 #: the payload key of an item's learned feedback (a MemoryItem field, updated in place by learning)
 FEEDBACK = "feedback"
+#: the payload key of a person's pin (a MemoryItem field, set in place by curation)
+PINNED = "pinned"
+#: points read per page when every item of a scope is listed
+SCROLL_PAGE = 256
 #: extra payload keys, not MemoryItem fields
 CONTENT_HASH = "content_hash"
 #: "active", or "superseded" on an item another one replaced: kept, never searched (a keyword, not a
@@ -49,6 +53,11 @@ def item_payload(item: MemoryItem) -> dict[str, Any]:
     payload[CONTENT_HASH] = item.content_hash
     payload[STATUS] = ACTIVE if item.active else SUPERSEDED
     return payload
+
+
+def listed(items: Sequence[MemoryItem]) -> list[MemoryItem]:
+    """Items in listing order: by project, then id."""
+    return sorted(items, key=lambda i: (i.project, i.id))
 
 
 def item_sparse(item: MemoryItem) -> SparseVector:

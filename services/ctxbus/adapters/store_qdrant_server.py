@@ -19,6 +19,8 @@ from ctxbus.adapters.store_payload import (
     FEEDBACK,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
+    PINNED,
+    SCROLL_PAGE,
     SPARSE,
     STATUS,
     SUPERSEDED,
@@ -35,6 +37,7 @@ from ctxbus.adapters.store_payload import (
     hybrid_hits,
     item_payload,
     item_sparse,
+    listed,
     model_record,
     payload_item,
     search_mode,
@@ -47,6 +50,10 @@ from ctxbus.settings import QdrantSettings
 
 #: points per upsert request (keeps requests far below the server's 32 MB limit)
 UPSERT_CHUNK = 256
+
+
+def _project_filter(project: str) -> models.Filter:
+    return models.Filter(must=[models.FieldCondition(key="project", match=models.MatchValue(value=project))])
 
 
 def _scope_filter(scope: SearchScope) -> models.Filter:
@@ -241,11 +248,33 @@ class QdrantServerStore:
             self._client.set_payload(self._collection, payload=payload, points=[record.id], wait=True)
         return len(records)
 
+    def set_pinned(self, project: str, item_ids: Sequence[str], pinned: bool) -> int:
+        """Mark stored items of ``project`` pinned or not; returns how many exist."""
+        wanted = [point_id(project, i) for i in dict.fromkeys(item_ids)]
+        if not wanted:
+            return 0
+        records = self._client.retrieve(self._collection, ids=list(wanted), with_payload=False, with_vectors=False)
+        present: list[models.ExtendedPointId] = [r.id for r in records]
+        if present:
+            self._client.set_payload(self._collection, payload={PINNED: pinned}, points=present, wait=True)
+        return len(present)
+
+    def items(self, project: str | None = None) -> list[MemoryItem]:
+        """Every stored item of ``project`` (superseded ones included), or of all projects, by project and id."""
+        flt = None if project is None else _project_filter(project)
+        found: list[MemoryItem] = []
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = self._client.scroll(
+                self._collection, scroll_filter=flt, limit=SCROLL_PAGE, offset=offset, with_payload=True
+            )
+            found.extend(payload_item(r.payload) for r in records)
+            if offset is None or not records:
+                return listed(found)
+
     def count(self, project: str | None = None) -> int:
         """Items of ``project`` (only that scope, not global), or of every project when None."""
-        flt = None
-        if project is not None:
-            flt = models.Filter(must=[models.FieldCondition(key="project", match=models.MatchValue(value=project))])
+        flt = None if project is None else _project_filter(project)
         return int(self._client.count(self._collection, count_filter=flt, exact=True).count)
 
     def close(self) -> None:

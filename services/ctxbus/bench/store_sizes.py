@@ -197,7 +197,8 @@ def print_report(result: dict[str, Any]) -> None:
         policy = entry["policy"]
         print(f"\n{name}: {policy if policy is not None else 'no floor'}")
         if "objective" in entry:
-            print(f"  fitted on the fit stores: mean cell {entry['objective']['mean']:.3f}, worst cell {entry['objective']['worst']:.3f}")
+            got = entry["objective"]
+            print(f"  fitted on the fit stores: mean cell {got['mean']:.3f}, worst cell {got['worst']:.3f}")
         for which, table in entry["rates"].items():
             print(f"  {which}")
             for size, r in table.items():

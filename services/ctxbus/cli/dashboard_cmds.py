@@ -61,6 +61,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, settings: Settings, config: KafkaClientConfig) -> int:
+    from ctxbus.dashboard.memory_view import memory_view  # noqa: PLC0415
     from ctxbus.dashboard.server import DashboardServer, run_dashboard  # noqa: PLC0415
 
     stop = asyncio.Event()
@@ -87,6 +88,7 @@ async def _serve(args: argparse.Namespace, settings: Settings, config: KafkaClie
         backlog=args.backlog,
         on_ready=ready,
         allowed_hosts=(*settings.dashboard.allowed_host_list, *args.allowed_host),
+        memory=memory_view(settings),
     )
     return 0
 

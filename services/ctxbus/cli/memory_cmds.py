@@ -1,4 +1,5 @@
-"""``ctxbus memory import``: add memories to the store the services search."""
+"""``ctxbus memory import``: add memories to the store the services search (``list``, ``show``, ``forget``,
+``pin``, ``unpin``: :mod:`ctxbus.cli.memory_view_cmds`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
+from ctxbus.cli import memory_view_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.import_report import direct_report, stored_report
 from ctxbus.cli.progress import Progress
@@ -82,7 +85,13 @@ def register(sub: Any) -> None:
         help=f'allow items of the global scope ({GLOBAL_PROJECT!r} or "global" in a .jsonl line: every project '
         "reads them); without it such items are rejected and the others imported",
     )
+    imp.add_argument(
+        "--allow-forgotten",
+        action="store_true",
+        help="add again items that were forgotten (`ctxbus memory forget`); without it they are rejected",
+    )
     imp.set_defaults(handler=cmd_import)
+    memory_view_cmds.register(msub)
 
 
 def parse_file(path: Path, project: str, *, home: Path | None = None) -> ParsedPatterns | ParsedMemories:
@@ -104,16 +113,23 @@ def parse_file(path: Path, project: str, *, home: Path | None = None) -> ParsedP
 
 
 def import_direct(
-    settings: Settings, items: Sequence[MemoryItem], progress: ProgressCallback | None = None
-) -> IngestReport:
-    """Embed and store in this process; raises StoreBusy when the running stack owns the store."""
+    settings: Settings,
+    items: Sequence[MemoryItem],
+    progress: ProgressCallback | None = None,
+    *,
+    allow_forgotten: bool = False,
+) -> tuple[IngestReport, list[tuple[MemoryItem, str]]]:
+    """Embed and store in this process (forgotten items refused, with why, unless ``allow_forgotten``); raises
+    StoreBusy when the running stack owns the store."""
     from ctxbus.api import library_embedder_settings  # noqa: PLC0415
     from ctxbus.components import open_embedder, open_store  # noqa: PLC0415  (loads the model)
+    from ctxbus.retriever.curation_record import admit_locally  # noqa: PLC0415
 
     embedder = open_embedder(library_embedder_settings(settings))
     store = open_store(settings, embedder)
     try:
-        return ingest(items, embedder, store, progress=progress)
+        admitted, refused = admit_locally(settings, items, datetime.now(UTC), allow_forgotten=allow_forgotten)
+        return ingest(admitted, embedder, store, progress=progress), refused
     finally:
         store.close()
 
@@ -137,6 +153,7 @@ async def import_through_bus(
     timeout_s: float,
     progress: ProgressCallback | None = None,
     global_write: bool = False,
+    allow_forgotten: bool = False,
 ) -> BusImport:
     """Send the items to the store's owner (``memory.upserted``, at most MAX_ITEMS_PER_UPSERT an event, halved
     until each fits the record limit); with ``wait``, read its ``memory.stored`` answers (by correlation id) until
@@ -155,6 +172,7 @@ async def import_through_bus(
                 producer="cli",
                 replies=replies,
                 global_write=global_write,
+                allow_forgotten=allow_forgotten,
             )
 
         if not wait:
@@ -195,12 +213,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     progress = Progress("ctxbus: storing")
     try:
         try:
-            report = import_direct(settings, items, progress)
+            report, forgotten = import_direct(settings, items, progress, allow_forgotten=args.allow_forgotten)
         finally:
             progress.close()
         lines, counts = direct_report(report)
         _emit(lines)
-        result |= counts | {"via": "store"}
+        _emit([{"error": f"{i.id} ({i.project}): {why}"} for i, why in forgotten])
+        rejected += len(forgotten)
+        result |= counts | {"via": "store", "rejected": rejected}
     except StoreModelMismatch as exc:
         raise CliError(str(exc), 1) from exc
     except StoreBusy as exc:
@@ -235,6 +255,7 @@ def _through_bus(
                 timeout_s=args.timeout,
                 progress=progress,
                 global_write=args.allow_global,
+                allow_forgotten=args.allow_forgotten,
             )
         )
     except (KafkaError, LookupError) as exc:  # LookupError: the topics are missing

@@ -17,6 +17,7 @@ from ctxbus import __version__
 from ctxbus.contract.payloads import (
     AttemptRecorded,
     ContextInjected,
+    MemoryCurated,
     MemoryStored,
     MemoryUpserted,
     OutcomeRecorded,
@@ -33,6 +34,7 @@ P = TypeVar(
     AttemptRecorded,
     MemoryUpserted,
     MemoryStored,
+    MemoryCurated,
 )
 
 #: Namespace for ids derived from other ids (entity ids, output event ids).
@@ -56,6 +58,7 @@ class EventType:
     ATTEMPT_RECORDED = "agent.attempt.recorded"
     MEMORY_UPSERTED = "memory.upserted"
     MEMORY_STORED = "memory.stored"
+    MEMORY_CURATED = "memory.curated"
 
 
 #: event type -> payload model
@@ -67,6 +70,7 @@ PAYLOAD_TYPES: dict[str, type[BaseModel]] = {
     EventType.ATTEMPT_RECORDED: AttemptRecorded,
     EventType.MEMORY_UPSERTED: MemoryUpserted,
     EventType.MEMORY_STORED: MemoryStored,
+    EventType.MEMORY_CURATED: MemoryCurated,
 }
 _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.items()}
 #: event type -> the schema version this code writes (checked against schemas/registry.json)
@@ -78,6 +82,7 @@ CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.ATTEMPT_RECORDED: 2,
     EventType.MEMORY_UPSERTED: 2,
     EventType.MEMORY_STORED: 1,
+    EventType.MEMORY_CURATED: 1,
 }
 
 
@@ -172,6 +177,7 @@ P2 = TypeVar(
     AttemptRecorded,
     MemoryUpserted,
     MemoryStored,
+    MemoryCurated,
 )
 
 AnyEnvelope = (
@@ -182,4 +188,5 @@ AnyEnvelope = (
     | Envelope[AttemptRecorded]
     | Envelope[MemoryUpserted]
     | Envelope[MemoryStored]
+    | Envelope[MemoryCurated]
 )

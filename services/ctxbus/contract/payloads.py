@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from ctxbus.core.curation import CurationAction
 from ctxbus.memory.model import MemoryItem
 
 #: Longest prompt or task description accepted in a request, in characters.
@@ -246,6 +247,21 @@ class MemoryStored(_Payload):
     results: tuple[MemoryStoreResult, ...] = Field(max_length=MAX_ITEMS_PER_UPSERT)
     #: ids newly marked superseded by these items
     superseded: tuple[str, ...] = ()
+
+
+class MemoryCurated(_Payload):
+    """A person forgot, pinned or unpinned items of the envelope's project (see ctxbus.core.curation)."""
+
+    action: CurationAction = CurationAction.FORGET
+    ids: tuple[str, ...] = Field(min_length=1, max_length=MAX_ITEMS_PER_UPSERT)
+    note: str | None = Field(default=None, max_length=2_000)
+
+    @field_validator("ids")
+    @classmethod
+    def _ids_not_blank(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not i.strip() or len(i) > 200 for i in value):
+            raise ValueError("every id must be 1 to 200 characters and not blank")
+        return value
 
 
 class DeadLetter(_Payload):

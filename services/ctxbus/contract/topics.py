@@ -40,6 +40,11 @@ class Topics:
         return f"{self.prefix}.memory.stored.v1"
 
     @property
+    def memory_curated(self) -> str:
+        """Forgets and pins (a person's): the store's owner applies them and remembers what was forgotten."""
+        return f"{self.prefix}.memory.curated.v1"
+
+    @property
     def schemas(self) -> str:
         """Compacted, one partition: the schema documents producers announce (adapters.kafka.schemas_topic)."""
         return f"{self.prefix}.schemas"
@@ -57,6 +62,7 @@ class Topics:
             self.attempt_recorded,
             self.memory_upserted,
             self.memory_stored,
+            self.memory_curated,
             self.dead_letter,
             self.schemas,
         )

@@ -16,6 +16,9 @@ Learned values move gradually and stay bounded: Bayesian shrinkage towards the i
 - usage count = the item's own + the injections that reported an outcome.
 
 Unknown outcomes count as uses only.
+
+A pinned item (a person said it matters: ``ctxbus memory pin``) is never lowered by learning: its conviction and
+success rate are at least its own (imported) values, whatever its failures say; successes still raise them.
 """
 
 from __future__ import annotations
@@ -95,23 +98,25 @@ def _rated(fb: Feedback) -> int:
 
 
 def learned_success_rate(item: MemoryItem) -> float | None:
-    """The success rate with outcomes folded in (None when neither the item nor outcomes give one)."""
+    """The success rate with outcomes folded in (None when neither the item nor outcomes give one); a pinned
+    item's never falls below its own."""
     fb = item.feedback
     if not _rated(fb):
         return item.success_rate
     prior = item.success_rate if item.success_rate is not None else NEUTRAL_RATE
     good = fb.successes + PARTIAL_CREDIT * fb.partials
-    return (good + prior * PRIOR_WEIGHT) / (_rated(fb) + PRIOR_WEIGHT)
+    learned = (good + prior * PRIOR_WEIGHT) / (_rated(fb) + PRIOR_WEIGHT)
+    return max(learned, prior) if item.pinned else learned
 
 
 def learned_conviction(item: MemoryItem) -> float:
-    """The item's confidence moved by its outcomes, bounded."""
+    """The item's confidence moved by its outcomes, bounded; a pinned item's never falls below its own."""
     fb = item.feedback
     if not _rated(fb):
         return item.confidence
     net = fb.successes + PARTIAL_CREDIT * fb.partials - fb.failures
-    shifted = item.confidence + MAX_SHIFT * net / (_rated(fb) + PRIOR_WEIGHT)
-    return min(MAX_CONVICTION, max(MIN_CONVICTION, shifted))
+    shifted = min(MAX_CONVICTION, max(MIN_CONVICTION, item.confidence + MAX_SHIFT * net / (_rated(fb) + PRIOR_WEIGHT)))
+    return max(shifted, item.confidence) if item.pinned else shifted
 
 
 def learned_usage(item: MemoryItem) -> int:

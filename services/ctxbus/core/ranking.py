@@ -16,6 +16,11 @@ every ranked hit holds each part, each normalised weight (``weight_<part>``)
 and the ``total``: sum(weight_<part> * <part>) == total == score.
 
 Ties are broken by item id (then project), so the order is deterministic.
+
+A pinned item (``ctxbus memory pin``) gets a fixed ``PIN_BOOST`` added to its total (the breakdown's
+``pin_boost``; ``total`` = weighted sum * outcome weight + pin_boost), is exempt from negative feedback
+(:func:`ctxbus.core.learning.with_learning`) and is never dropped by ``min_score``. It is not forced into
+unrelated contexts: it still needs the relevance (``min_similarity``) and the retriever's relevance floor.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ STRONG_BM25 = 15.0
 SEARCH_EVIDENCE = ("bm25", "rrf", "dense_rank", "sparse_rank")
 #: The parts of a score, in breakdown order.
 PARTS = ("fusion", "similarity", "lexical", "domain", "conviction", "recency")
+#: What a pin adds to an item's score: about what a full domain match adds, so among the relevant a pinned item
+#: rises, yet relevance still decides most of the order.
+PIN_BOOST = 0.08
 #: 1 / the reciprocal-rank fusion of an item first in both lists (scales an absolute rrf to 0..1)
 BEST_RRF_INVERSE = (RRF_K + 1.0) / 2.0
 
@@ -179,11 +187,13 @@ def score_hit(
         "recency": recency(hit.item, now, weights.half_life_days),
     }
     factor = outcome_weight(hit.item)
-    total = sum(w[name] * value for name, value in parts.items()) * factor
+    boost = PIN_BOOST if hit.item.pinned else 0.0
+    total = sum(w[name] * value for name, value in parts.items()) * factor + boost
     breakdown = {
         **parts,
         **{f"weight_{k}": v for k, v in w.items()},
         "outcome_weight": factor,
+        "pin_boost": boost,
         "as_warning": float(is_cautionary(hit.item)),
         "learned_shift": hit.item.confidence - base_conviction,
         "outcomes": float(hit.item.feedback.uses),
@@ -218,6 +228,6 @@ def rank(
     scale = Scale.of(relevant)
     chosen = weights or RankingWeights()
     scored = [score_hit(h, domain=domain, now=now, weights=chosen, scale=scale) for h in relevant]
-    kept = [r for r in scored if r.score >= min_score]
+    kept = [r for r in scored if r.score >= min_score or r.item.pinned]
     kept.sort(key=lambda r: (-r.score, r.item.id, r.item.project))
     return kept[:max_items]

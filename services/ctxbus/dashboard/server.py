@@ -1,6 +1,6 @@
 """The dashboard's HTTP side, on asyncio streams (like the gateway's server, ``ctxbus.gateway.http``).
 
-Routes (GET only):
+Routes (GET only, but the memory view's forget; ``/memory`` and ``/api/memory...``: ctxbus.dashboard.memory_view):
 - ``/``, ``/static/app.js``, ``/static/app.css``: the page, shipped as package data, read once at start;
 - ``/api/snapshot?project=P&rows=N``: the current snapshot as JSON;
 - ``/api/injection?id=CORRELATION_ID``: one injection opened (request, ranked items and their score
@@ -37,6 +37,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.hosts import allowed_set, bound_name, host_allowed
 from ctxbus.dashboard.aggregate import Aggregator
 from ctxbus.dashboard.feed import DEFAULT_BACKLOG, DashboardFeed
+from ctxbus.dashboard.memory_view import MemoryView
 
 log = structlog.get_logger("ctxbus.dashboard.server")
 
@@ -56,6 +57,7 @@ MAX_ROWS = 100
 REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
@@ -67,6 +69,8 @@ ASSETS = {
     "/index.html": ("index.html", "text/html; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/app.css": ("app.css", "text/css; charset=utf-8"),
+    "/memory": ("memory.html", "text/html; charset=utf-8"),
+    "/static/memory.js": ("memory.js", "text/javascript; charset=utf-8"),
 }
 SECURITY_HEADERS = (
     "Cache-Control: no-store\r\n"
@@ -87,6 +91,8 @@ class Request:
     path: str
     query: dict[str, str]
     host: str | None = None
+    #: header names in lower case
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)
@@ -112,13 +118,12 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
         raise BadRequest(400, "malformed request line") from None
     url = urlsplit(target)
     query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-    host = None
+    headers: dict[str, str] = {}
     for line in head.decode("latin-1").split("\r\n")[1:]:
         name, colon, value = line.partition(":")
-        if colon and name.strip().lower() == "host":
-            host = value.strip()
-            break
-    return Request(method.upper(), url.path, query, host)
+        if colon:
+            headers.setdefault(name.strip().lower(), value.strip())
+    return Request(method.upper(), url.path, query, headers.get("host"), headers)
 
 
 def response(status: int, body: bytes, content_type: str) -> bytes:
@@ -146,8 +151,11 @@ class DashboardServer:
         refresh_s: float = 5.0,
         clock: Callable[[], float] = time.time,
         allowed_hosts: Iterable[str] = (),
+        memory: MemoryView | None = None,
     ) -> None:
+        """``memory``: the memory view's routes (``/api/memory...``; none: those are 404)."""
         self.aggregator = aggregator
+        self.memory = memory
         self._host, self._port = host, port
         #: the Host names answered besides loopback (CTXBUS_DASHBOARD_ALLOWED_HOSTS, --allowed-host)
         self._allowed = allowed_set(allowed_hosts)
@@ -251,6 +259,9 @@ class DashboardServer:
         if not host_allowed(request.host, port=self.port, allowed=self._allowed, bound=self._bound):
             log.warning("dashboard_host_refused", host=(request.host or "")[:200], path=request.path[:200])
             await self._send(writer, json_response(403, {"error": HOST_REFUSED.format(host=request.host)}))
+            return
+        if request.path.startswith("/api/memory") and self.memory is not None:
+            await self._send(writer, json_response(*await self.memory.route(request, reader)))
             return
         if request.method != "GET":
             await self._send(writer, json_response(405, {"error": "only GET"}))
@@ -363,10 +374,11 @@ async def run_dashboard(
     on_ready: Callable[[DashboardServer, DashboardFeed], None] | None = None,
     aggregator: Aggregator | None = None,
     allowed_hosts: Iterable[str] = (),
+    memory: MemoryView | None = None,
 ) -> None:
     """Serve the dashboard until ``stop``; ``on_ready`` gets the server (its bound port) and the feed."""
     agg = aggregator or Aggregator()
-    server = DashboardServer(agg, host=host, port=port, allowed_hosts=allowed_hosts)
+    server = DashboardServer(agg, host=host, port=port, allowed_hosts=allowed_hosts, memory=memory)
     feed = DashboardFeed(config, topics, agg, group_id=group_id, backlog=backlog, on_update=server.notify)
     server.status = feed.status.as_dict
     await server.start()

@@ -33,6 +33,7 @@ from ctxbus.gateway.hook_input import clean_strings, event_of, parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.identity import NO_CWD, identify, project_of, resolved
 from ctxbus.gateway.library import LibraryRoutes
+from ctxbus.gateway.memory_routes import MemoryRoutes
 from ctxbus.gateway.outcomes import OutcomeTracker
 from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
@@ -64,12 +65,14 @@ class HookGateway:
         outcomes: OutcomeTracker | None = None,
         patterns: PatternSync | None = None,
         warm: Callable[[RetrievalRequested], None] | None = None,
+        memory: MemoryRoutes | None = None,
     ) -> None:
         """``warm``: embeds a request's query ahead of the retriever (blocking; run in a worker thread while the
         request is published and crosses the bus), when the retriever runs in this process."""
         self._warm = warm
         self._warming: set[asyncio.Task[None]] = set()
         self._library = library
+        self._memory = memory
         #: the outcome inference (None when CTXBUS_HOOK_OUTCOMES=false)
         self._outcomes = outcomes
         self._patterns = patterns
@@ -88,6 +91,12 @@ class HookGateway:
             return await self._library.prime(request)
         if self._library is not None and request.path == "/v1/count":
             return await self._library.count(request)
+        if self._memory is not None and request.path == "/v1/memory/list":
+            return await self._memory.list(request)
+        if self._memory is not None and request.path == "/v1/memory/show":
+            return await self._memory.show(request)
+        if self._memory is not None and request.path == "/v1/memory/sessions":
+            return await self._memory.sessions(request)
         if request.path != "/v1/hooks":
             raise HttpError(404, f"no route {request.path}")
         if request.method != "POST":

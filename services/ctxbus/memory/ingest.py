@@ -232,7 +232,12 @@ class _Ingest:
         previous = self.batch.items.get(key) or next(iter(self.store.get(incoming.project, [incoming.id])), None)
         # what outcomes taught about an item stays when it is re-imported (feedback is learned, never imported);
         # the cluster is ingestion's to assign, whatever the input says
-        item = incoming.model_copy(update={"feedback": previous.feedback if previous else incoming.feedback})
+        item = incoming.model_copy(
+            update={
+                "feedback": previous.feedback if previous else incoming.feedback,
+                "pinned": previous.pinned if previous else incoming.pinned,  # a person's pin outlives re-imports
+            }
+        )
         if previous is None and self.threshold is not None:
             existing = self.exact_duplicate(item, vector)
             if existing is not None:

@@ -118,6 +118,9 @@ class MemoryItem(BaseModel):
     #: the near-duplicate cluster the item belongs to, assigned by ingestion (store-side like ``feedback``, never
     #: taken from the wire); None (an item stored before clusters existed, or founding none) is its own cluster
     cluster_id: str | None = Field(default=None, max_length=200)
+    #: pinned by a person (``ctxbus memory pin``): store-side like ``feedback``, never taken from the wire; learning
+    #: never lowers a pinned item and ranking gives it a fixed boost (see ctxbus.core.learning, ctxbus.core.ranking)
+    pinned: bool = False
     created_at: AwareDatetime = Field(default_factory=_now)
     updated_at: AwareDatetime = Field(default_factory=_now)
 

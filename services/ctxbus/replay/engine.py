@@ -56,6 +56,7 @@ def topic_types(topics: Topics) -> dict[str, str | None]:
         topics.attempt_recorded: EventType.ATTEMPT_RECORDED,
         topics.memory_upserted: EventType.MEMORY_UPSERTED,
         topics.memory_stored: EventType.MEMORY_STORED,
+        topics.memory_curated: EventType.MEMORY_CURATED,
         topics.dead_letter: None,
     }
 

@@ -37,6 +37,7 @@ TOPIC_ALIASES: dict[str, str] = {
     "attempt": "attempt_recorded",
     "memory": "memory_upserted",
     "stored": "memory_stored",
+    "curated": "memory_curated",
     "deadletter": "dead_letter",
     "dlq": "dead_letter",
 }

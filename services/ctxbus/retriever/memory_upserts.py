@@ -12,18 +12,21 @@ is the event's id).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import structlog
 
+from ctxbus.adapters.curation_ledger import CurationLedger, Key
 from ctxbus.adapters.kafka.runner import RECORD_HEADERS, Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import MemoryAction, MemoryStored, MemoryStoreResult, MemoryUpserted
 from ctxbus.contract.topics import Topics
+from ctxbus.core.curation import allow_forgotten_marked
 from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import Action, IngestReport, ingest
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.ports import Embedder, VectorStore
+from ctxbus.retriever.memory_curation import admit_items
 
 log = structlog.get_logger("ctxbus.memory")
 
@@ -51,8 +54,14 @@ def _result(item: MemoryItem, report: IngestReport, index: int) -> MemoryStoreRe
     )
 
 
-def _rejection(item: MemoryItem, project: str, global_allowed: bool) -> str | None:
-    """Why the store's owner does not write ``item`` of an upsert by ``project`` (None: it does)."""
+def _rejection(
+    item: MemoryItem, project: str, global_allowed: bool, forgotten: Mapping[tuple[str, str], str] | None = None
+) -> str | None:
+    """Why the store's owner does not write ``item`` of an upsert by ``project`` (None: it does); ``forgotten``:
+    the reasons of the items curation refuses (see ctxbus.retriever.memory_curation)."""
+    refused = (forgotten or {}).get((item.project, item.id))
+    if refused is not None:
+        return refused
     if item.project not in (project, GLOBAL_PROJECT):
         return f"an event of project {project!r} may write only that project and {GLOBAL_PROJECT!r}"
     if item.project == GLOBAL_PROJECT and not global_allowed:
@@ -61,19 +70,24 @@ def _rejection(item: MemoryItem, project: str, global_allowed: bool) -> str | No
 
 
 def accepted(items: Sequence[MemoryItem], project: str, *, global_allowed: bool) -> list[MemoryItem]:
-    """The items of an upsert by ``project`` that are written, in order."""
+    """The items of an upsert by ``project`` that are written, in order (before curation's refusals)."""
     return [i for i in items if _rejection(i, project, global_allowed) is None]
 
 
 def stored_answer(
-    items: Sequence[MemoryItem], project: str, report: IngestReport, *, global_allowed: bool
+    items: Sequence[MemoryItem],
+    project: str,
+    report: IngestReport,
+    *,
+    global_allowed: bool,
+    forgotten: Mapping[tuple[str, str], str] | None = None,
 ) -> MemoryStored:
-    """The answer to an upsert of ``items`` by ``project``: one result per item in order (foreign items, and global
-    ones without ``global_allowed``, rejected with the reason)."""
+    """The answer to an upsert of ``items`` by ``project``: one result per item in order (foreign items, global
+    ones without ``global_allowed`` and forgotten ones, ``forgotten``, rejected with the reason)."""
     results: list[MemoryStoreResult] = []
     written = 0
     for item in items:
-        reason = _rejection(item, project, global_allowed)
+        reason = _rejection(item, project, global_allowed, forgotten)
         if reason is not None:
             results.append(
                 MemoryStoreResult(id=item.id, project=item.project, action=MemoryAction.REJECTED, reason=reason)
@@ -85,10 +99,26 @@ def stored_answer(
 
 
 class MemoryUpsertHandler:
-    def __init__(self, embedder: Embedder, store: VectorStore, topics: Topics) -> None:
+    """``ledger``: the curation ledger; a forgotten item is refused unless explicitly re-added after its forget."""
+
+    def __init__(
+        self, embedder: Embedder, store: VectorStore, topics: Topics, ledger: CurationLedger | None = None
+    ) -> None:
         self._embedder = embedder
         self._store = store
         self._topics = topics
+        self._ledger = ledger
+
+    def _write_with(
+        self, headers: Sequence[tuple[str, bytes]], items: Sequence[MemoryItem], event: AnyEnvelope
+    ) -> tuple[IngestReport, dict[Key, str]]:
+        """Write in a worker thread (the record's headers passed in: a context variable stays in its thread)."""
+        if self._ledger is None:
+            return ingest(items, self._embedder, self._store), {}
+        allow = allow_forgotten_marked(headers)
+        with self._ledger.lock:  # no forget slips in between the check and the write
+            admitted, refused = admit_items(self._ledger, items, event.emitted_at, allow_forgotten=allow)
+            return ingest(admitted, self._embedder, self._store), {(i.project, i.id): r for i, r in refused}
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         if not isinstance(event.payload, MemoryUpserted):
@@ -96,11 +126,14 @@ class MemoryUpsertHandler:
         upserted: MemoryUpserted = event.payload
         global_allowed = global_scope.marked(RECORD_HEADERS.get())
         written = accepted(upserted.items, event.project, global_allowed=global_allowed)
+        headers = RECORD_HEADERS.get()
         try:
-            report = await asyncio.to_thread(ingest, written, self._embedder, self._store)
+            report, forgotten = await asyncio.to_thread(self._write_with, headers, written, event)
         except (OSError, TimeoutError) as exc:
             raise RetriableError(f"vector store unavailable: {exc}") from exc
-        answer = stored_answer(upserted.items, event.project, report, global_allowed=global_allowed)
+        answer = stored_answer(
+            upserted.items, event.project, report, global_allowed=global_allowed, forgotten=forgotten
+        )
         counts = {a.value: sum(1 for r in answer.results if r.action is a) for a in MemoryAction}
         log.info(
             "memory_stored",

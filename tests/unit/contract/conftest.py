@@ -9,6 +9,7 @@ from ctxbus.contract.payloads import (
     ContextInjected,
     ContextSource,
     MemoryAction,
+    MemoryCurated,
     MemoryStored,
     MemoryStoreResult,
     RankedItem,
@@ -17,6 +18,7 @@ from ctxbus.contract.payloads import (
     TaskType,
     Trigger,
 )
+from ctxbus.core.curation import CurationAction
 
 
 @pytest.fixture
@@ -91,3 +93,9 @@ def injected_event(completed_event: Envelope[RetrievalCompleted]) -> Envelope[Co
         item_ids=("p1",),
     )
     return completed_event.caused(payload, producer="injector")
+
+
+@pytest.fixture
+def curated_event() -> Envelope[MemoryCurated]:
+    payload = MemoryCurated(action=CurationAction.PIN, ids=("a", "b"), note="the team's rule")
+    return Envelope.root(payload, project="acme/web", session_id="memory-curation", producer="cli")

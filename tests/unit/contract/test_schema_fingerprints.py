@@ -89,6 +89,10 @@ PINNED: dict[int, tuple[str, str]] = {
         "9df7a67fc46ffc59bde7f85f563782279cf4241078ff87cd458a62f2335a0c53",
         "dfd6a52d8e63819c3abcf3ef0711afb455dc0386c5ff85b5eadd0313d7d08f51",
     ),
+    17: (
+        "f924a6b9afebf6fe05c98f62333a8580fe9871f87a94ddfb553b6c0e55c4bbd5",
+        "a30d3d0efb7cac3e8d75702ea838878bb4729800b1f01045539bd8e60da8d4b4",
+    ),
 }
 
 

@@ -19,6 +19,7 @@ from ctxbus.contract.envelope import CURRENT_SCHEMA_VERSION, AnyEnvelope, Envelo
 from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.contract.registry import SchemaRegistry
 from ctxbus.contract.serde import EventDeserializer, EventSerializer
+from ctxbus.core.curation import CurationAction
 from ctxbus.memory.model import MemoryItem
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,7 +37,9 @@ def _decode_with_fastavro_only(data: bytes) -> dict[str, Any]:
     return record
 
 
-@pytest.mark.parametrize("name", ["request_event", "completed_event", "injected_event", "stored_event"])
+@pytest.mark.parametrize(
+    "name", ["request_event", "completed_event", "injected_event", "stored_event", "curated_event"]
+)
 def test_schemas_dir_alone_decodes_every_event(name: str, request: pytest.FixtureRequest) -> None:
     event: AnyEnvelope = request.getfixturevalue(name)
     record = _decode_with_fastavro_only(EventSerializer()(event))
@@ -72,13 +75,15 @@ def _avro_fields(fullname: str) -> set[str]:
         (payloads.AttemptRecorded, "ctxbus.payloads.AttemptRecorded"),
         (payloads.MemoryUpserted, "ctxbus.payloads.MemoryUpserted"),
         (payloads.MemoryStored, "ctxbus.payloads.MemoryStored"),
+        (payloads.MemoryCurated, "ctxbus.payloads.MemoryCurated"),
         (MemoryItem, "ctxbus.payloads.MemoryRecord"),
     ],
 )
 def test_models_mirror_the_avro_records(model: type[BaseModel], fullname: str) -> None:
-    # an item's feedback (learned from outcomes) and cluster (assigned by ingestion) are the store's, never sent:
+    # an item's feedback (learned from outcomes), cluster (assigned by ingestion) and pin (a person's, through
+    # memory.curated) are the store's, never sent:
     # producers cannot forge them
-    local_only = {"feedback", "cluster_id"} if model is MemoryItem else set()
+    local_only = {"feedback", "cluster_id", "pinned"} if model is MemoryItem else set()
     assert set(model.model_fields) - local_only == _avro_fields(fullname)
 
 
@@ -89,6 +94,12 @@ def test_memory_store_results_mirror_their_nested_record_and_enum() -> None:
     action = next(f["type"] for f in result["fields"] if f["name"] == "action")
     assert [m.value for m in payloads.MemoryAction] == action["symbols"]
     assert action["default"] in action["symbols"]
+
+
+def test_the_curation_action_mirrors_its_avro_enum() -> None:
+    schema = json.loads((SCHEMAS / "ctxbus.payloads.MemoryCurated.avsc").read_text())
+    action = next(f["type"] for f in schema["fields"] if f["name"] == "action")
+    assert [m.value for m in CurationAction] == action["symbols"] and action["default"] in action["symbols"]
 
 
 def test_envelope_model_mirrors_the_avro_envelope() -> None:

@@ -32,7 +32,7 @@ ser = EventSerializer()
 de = EventDeserializer()
 
 
-@pytest.mark.parametrize("name", ["request_event", "completed_event", "injected_event"])
+@pytest.mark.parametrize("name", ["request_event", "completed_event", "injected_event", "curated_event"])
 def test_every_event_type_round_trips(name: str, request: pytest.FixtureRequest) -> None:
     event: AnyEnvelope = request.getfixturevalue(name)
     data = ser(event)

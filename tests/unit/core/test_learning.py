@@ -101,3 +101,15 @@ def test_ranking_uses_learned_conviction_and_explains_the_shift() -> None:
     assert g.score > b.score
     assert g.breakdown["learned_shift"] > 0 > b.breakdown["learned_shift"] and b.breakdown["outcomes"] == 4
     assert b.item.confidence == pytest.approx(learned_conviction(bad))
+
+
+def test_a_pinned_item_is_never_lowered_by_failures_but_rises_with_successes() -> None:
+    base = MemoryItem(id="x", project="p", kind="principle", content="c", confidence=0.6, success_rate=0.7)
+    failed = base.model_copy(update={"feedback": Feedback(uses=5, failures=5)})
+    assert learned_conviction(failed) < 0.6 and (learned_success_rate(failed) or 0) < 0.7  # unpinned: lowered
+    pinned = failed.model_copy(update={"pinned": True})
+    assert learned_conviction(pinned) == 0.6 and learned_success_rate(pinned) == 0.7
+    assert with_learning(pinned).confidence == 0.6
+    good = base.model_copy(update={"pinned": True, "feedback": Feedback(uses=3, successes=3)})
+    assert learned_conviction(good) > 0.6 and (learned_success_rate(good) or 0) > 0.7
+    assert learned_usage(pinned) == 5  # uses still count

@@ -12,6 +12,7 @@ from ctxbus.core.ranking import (
     DEFAULT_HALF_LIFE_DAYS,
     NEUTRAL_DOMAIN,
     PARTS,
+    PIN_BOOST,
     RankedHit,
     RankingWeights,
     domain_match,
@@ -131,12 +132,13 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
     for hit in random_hits(rng, 50):
         ranked = score_hit(hit, domain=domain, now=NOW, weights=weights)
         b = ranked.breakdown
-        explained = {"outcome_weight", "as_warning", "learned_shift", "outcomes", "cosine", "total"}
+        explained = {"outcome_weight", "pin_boost", "as_warning", "learned_shift", "outcomes", "cosine", "total"}
         assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), *explained}
         assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
         assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
         weighted = math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS)
-        assert ranked.score == b["total"] == pytest.approx(weighted * b["outcome_weight"])
+        assert ranked.score == b["total"] == pytest.approx(weighted * b["outcome_weight"] + b["pin_boost"])
+        assert b["pin_boost"] == 0.0  # none of these is pinned
         assert 0.0 <= ranked.score <= 1.0
         assert b["conviction"] == hit.item.confidence
         assert b["similarity"] == min(1.0, max(0.0, hit.score))
@@ -258,3 +260,16 @@ def test_learnings_weigh_by_their_outcome_and_failures_become_warnings(
     pattern = learning.model_copy(update={"kind": MemoryKind.PATTERN})
     plain = score_hit(SearchHit(pattern, 0.8), domain=None, now=NOW, weights=RankingWeights())
     assert ranked.score == pytest.approx(plain.score * weight)
+
+
+def test_a_pinned_item_gets_the_fixed_boost_and_survives_the_score_cut_but_not_the_relevance_cut() -> None:
+    plain = item("a", confidence=0.5)
+    pinned = plain.model_copy(update={"id": "b", "pinned": True})
+    hits = [SearchHit(plain, 0.6), SearchHit(pinned, 0.6)]
+    first, second = rank(hits, domain=None, now=NOW)
+    assert (first.item.id, second.item.id) == ("b", "a")  # same evidence: the pin decides
+    assert first.breakdown["pin_boost"] == PIN_BOOST and second.breakdown["pin_boost"] == 0.0
+    assert first.score == pytest.approx(second.score + PIN_BOOST)
+    # a score cut above both keeps only the pinned one; a relevance cut above both keeps neither
+    assert [r.item.id for r in rank(hits, domain=None, now=NOW, min_score=0.99)] == ["b"]
+    assert rank(hits, domain=None, now=NOW, min_similarity=0.7) == []

@@ -62,3 +62,18 @@ def test_a_global_item_without_the_producers_marker_is_rejected_with_the_reason(
     ]
     reason = answer.results[1].reason or ""
     assert "'__global__'" in reason and "ctxbus-global-write" in reason and "--global" in reason
+
+
+def test_a_forgotten_item_is_answered_rejected_with_curations_reason_and_the_others_in_order() -> None:
+    items = [item("a"), item("f"), item("b")]
+    report = IngestReport(
+        results=(ItemResult("a", "acme", Action.ADDED, "a"), ItemResult("b", "acme", Action.ADDED, "b")),
+        projects=("acme",),
+    )
+    why = "forgotten at 2026-11-27T10:00:00+00:00; add it again with `ctxbus memory import --allow-forgotten`"
+    answer = stored_answer(items, "acme", report, global_allowed=False, forgotten={("acme", "f"): why})
+    assert [(r.id, r.action, r.reason) for r in answer.results] == [
+        ("a", MemoryAction.ADDED, None),
+        ("f", MemoryAction.REJECTED, why),
+        ("b", MemoryAction.ADDED, None),
+    ]

@@ -23,6 +23,7 @@ from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MAX_ITEMS_PER_UPSERT, MemoryStored, MemoryUpserted
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
+from ctxbus.core.curation import allow_forgotten_marker
 from ctxbus.memory.global_scope import marker
 from ctxbus.memory.model import MemoryItem
 
@@ -126,12 +127,14 @@ async def send_upserts(
     producer: str,
     replies: StoredReplies | None = None,
     global_write: bool = False,
+    allow_forgotten: bool = False,
 ) -> list[Envelope[MemoryUpserted]]:
     """Send the items to the store's owner in upsert events of at most MAX_ITEMS_PER_UPSERT items that fit the
     record limit (a chunk over it is halved until it fits; one item over it raises RecordTooLarge), all with one
     correlation id (so are the answers). Each event is registered with ``replies`` (when given) before it is sent.
     ``global_write``: the records carry the marker that lets global items in (ctxbus.memory.global_scope; only a
-    caller the user flagged sets it). Returns the events sent, in order."""
+    caller the user flagged sets it); ``allow_forgotten``: they carry the marker that re-adds forgotten items
+    (ctxbus.core.curation). Returns the events sent, in order."""
     correlation = uuid.uuid4()
     sent: list[Envelope[MemoryUpserted]] = []
 
@@ -145,8 +148,10 @@ async def send_upserts(
         )
         try:
             record = publisher.prepare(topic, event)
-            if global_write:
-                record = publisher.prepare_raw(topic, record.value, record.key, [*record.headers, marker()])
+            extra = [marker()] if global_write else []
+            extra += [allow_forgotten_marker()] if allow_forgotten else []
+            if extra:
+                record = publisher.prepare_raw(topic, record.value, record.key, [*record.headers, *extra])
         except RecordTooLarge:
             if len(chunk) == 1:
                 raise
