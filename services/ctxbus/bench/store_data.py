@@ -115,13 +115,13 @@ def labelled_prompts(project: str, data_dir: Path = RETRIEVAL_DIR) -> list[tuple
     out: list[tuple[Prompt, bool]] = []
     for which, names in LABELLED_QUERIES.items():
         for name in names:
-            for raw in _jsonl(data_dir / name):
+            for raw in _jsonl(data_dir / name) if (data_dir / name).exists() else ():
                 if raw["project"] == project:
                     relevant = {str(k): int(v) for k, v in raw["relevant"].items()}
                     out.append((Prompt(raw["id"], raw["query"], which, relevant, raw.get("category", "")), False))
     for which, names in LABELLED_NULLS.items():
         for name in names:
-            for raw in _jsonl(data_dir / name):
+            for raw in _jsonl(data_dir / name) if (data_dir / name).exists() else ():
                 if raw["project"] == project and raw.get("category") != "meta":
                     out.append((Prompt(raw["id"], raw["query"], which, {}, raw.get("category", "topic")), True))
     return out

@@ -166,9 +166,8 @@ def run(
         "k": K,
         "stores": len(plans),
         "samples": len(samples),
-        "sizes": {
-            str(size): sorted({p.name.split("@")[0] for p in plans if p.size == size}).__len__()
-            for size in sorted({p.size for p in plans})
+        "stores_per_size": {
+            str(size): sum(1 for p in plans if p.size == size) for size in sorted({p.size for p in plans})
         },
         "policies": {
             "configured": {"policy": describe(configured), "rates": _judged(samples, configured)},
