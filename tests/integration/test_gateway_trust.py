@@ -32,6 +32,7 @@ from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
+from .slack import ROOMY_HOOK_MS
 from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook
 
 pytestmark = pytest.mark.integration
@@ -61,6 +62,10 @@ class Gateway:
     store: VectorStore
 
 
+#: the hook's budget here, the gateway's cap and the client's timeout alike
+HOOK_TIMEOUT_MS = ROOMY_HOOK_MS
+
+
 @pytest.fixture
 async def gateway(
     settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder, tmp_path: Path
@@ -70,7 +75,9 @@ async def gateway(
     repo = make_repo(tmp_path)
     store = open_store(settings, embedder)
     ingest(parse_pattern_file(repo / ".claude" / "learned_patterns.json", project="acme/web").items, embedder, store)
-    gw = settings.model_copy(update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=6_000)})
+    gw = settings.model_copy(
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=HOOK_TIMEOUT_MS)}
+    )
     metrics, stop, ready, ports = Metrics(), asyncio.Event(), asyncio.Event(), []
     shared = Resources(settings, metrics, embedder, store)
     services = asyncio.create_task(run_services(SERVICES, settings, kafka, metrics, stop, shared, on_ready=ready.set))
@@ -89,9 +96,12 @@ async def gateway(
 
 def client_env(gateway: Gateway, tmp_path: Path, **extra: str) -> dict[str, str]:
     """The hook client's environment: this gateway, the test's data dir (where the gateway made its secret) and a
-    timeout a busy machine keeps (what is asserted is which context comes back, not how fast)."""
+    timeout a busy machine keeps (``HOOK_TIMEOUT_MS``)."""
     return hook_env(
-        tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}", CTXBUS_HOOK_TIMEOUT_MS="6000", **extra
+        tmp_path,
+        CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}",
+        CTXBUS_HOOK_TIMEOUT_MS=str(HOOK_TIMEOUT_MS),
+        **extra,
     )
 
 
@@ -174,7 +184,7 @@ async def test_the_hook_client_sends_the_secret(gateway: Gateway, tmp_path: Path
     assert "### Password reset revokes sessions" in context_of(done)
     assert not (tmp_path / "elsewhere" / "hook.log").exists()
     # a client without the secret is refused and says so in its log (the pattern file answers)
-    other = {**env, "CTXBUS_DATA_DIR": str(tmp_path / "other"), "CTXBUS_HOOK_TIMEOUT_MS": "8000"}  # a busy machine
+    other = {**env, "CTXBUS_DATA_DIR": str(tmp_path / "other")}
     done, _ = await asyncio.to_thread(run_hook, other, "user-prompt-submit", prompt_input(repo), repo)
     assert "### Password reset revokes sessions" in context_of(done)
     assert "401" in (tmp_path / "other" / "hook.log").read_text()
@@ -267,6 +277,7 @@ async def test_the_sub_command_that_ran_decides_the_event(gateway: Gateway, tmp_
     lying["hook_event_name"] = "Stop"
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", json.dumps(lying).encode(), repo)
     assert "### Password reset revokes sessions" in context_of(done, "UserPromptSubmit")
+    assert not (tmp_path / "data" / "hook.log").exists()  # the gateway's answer, not the client's fallback
 
 
 async def test_a_prompt_over_4_mb_is_trimmed_not_cut(gateway: Gateway, tmp_path: Path) -> None:
