@@ -27,7 +27,6 @@ from ..time_budget import (
     KNOWN_WORST_MAKERS,
     SHAPE_SETTINGS,
     SHAPE_SIZE,
-    SIZE,
     adversarial_texts,
     assert_scales_linearly,
     assert_within_budget,
@@ -131,7 +130,9 @@ def test_request_files_longer_than_the_path_limit_are_dropped() -> None:
 
 def test_leading_dot_slashes_are_dropped_in_linear_time() -> None:
     assert extract_mentioned_files("./" * 200 + "x.py") == ("x.py",)
-    assert_within_budget(plan_retrieval, IMPLEMENTER, None, "fix", ["./" * (SIZE // 2) + "x.py"])
+    assert_scales_linearly(
+        lambda n: assert_within_budget(plan_retrieval, IMPLEMENTER, None, "fix", ["./" * (n // 2) + "x.py"])
+    )
 
 
 # -- unchanged on normal text: the extraction before the fix, kept here as the reference ------------------
