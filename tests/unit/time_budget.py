@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 SIZE = 100_000
@@ -86,17 +86,6 @@ SHAPE_SETTINGS = settings(
     deadline=None,
     database=None,
     phases=(Phase.explicit, Phase.generate, Phase.shrink),
-    suppress_health_check=(HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example),
-)
-
-#: hypothesis settings for the budget tests: a modest number of examples, no deadline of its own (the
-#: budget is checked here), no shrinking (a smaller text is only faster), no example database on disk
-BUDGET_SETTINGS = settings(
-    max_examples=8,
-    deadline=None,
-    database=None,
-    verbosity=Verbosity.quiet,  # a falsifying example is 100,000 characters: the failure message says enough
-    phases=(Phase.explicit, Phase.generate),
     suppress_health_check=(HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example),
 )
 
