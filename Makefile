@@ -1,11 +1,13 @@
 # ctxbus developer entry points. `make setup` installs everything into .venv;
-# `make test` runs the whole suite (it runs setup first when needed).
+# `make test` runs lint and the suite except the `slow` tests, on the .venv's Python (it runs setup first when
+# needed); `make test-fast` the unit tests alone; `make test-slow` the `slow` tests; `make test-newest` the suite
+# (as `make test` selects it) on the newest supported Python. CI (.ci/run) runs all of them: docs/development.md.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The newest supported Python (pyproject's requires-python), when the machine has it: the suite runs on it
-# too (`make test NEWEST_PY=` skips it). pyenv's shims only answer for the global version, so its
+# too in CI (`make test-newest`; `.ci/run` skips it when NEWEST_PY is empty). pyenv's shims only answer for the global version, so its
 # interpreters are looked up by path first.
 NEWEST_PY ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) \
 	$(shell command -v python3.13 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
@@ -13,7 +15,10 @@ NEWEST_PY ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13
 NEWEST_VENV := .venv-newest
 NEWEST_STAMP := $(NEWEST_VENV)/.installed
 
-.PHONY: setup chromium test test-newest lint up bench docs clean
+.PHONY: setup chromium test test-fast test-slow test-newest lint up bench docs clean
+
+# pytest's exit code 5 ("no tests collected/selected") is not a failure of a target that selects by marker
+PYTEST_OK5 = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests selected (exit 5), not a failure"; rc=0; fi; exit $$rc
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,21 +43,30 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check services tests
 	$(BIN)/mypy
 
+# the suite on the .venv's Python, without the `slow` tests (pyproject's addopts deselect them: -m "not slow")
 test: $(STAMP) chromium lint
-	$(BIN)/pytest -n 2 --dist loadgroup
-	@if [ -n "$(NEWEST_PY)" ]; then $(MAKE) --no-print-directory test-newest; \
-	else echo "no newer Python found: the suite ran on $$($(BIN)/python --version) only"; fi
+	@$(BIN)/pytest -n 2 --dist loadgroup; $(PYTEST_OK5)
+
+# the unit tests alone (no broker, no browser): the quick loop
+test-fast: $(STAMP)
+	@$(BIN)/pytest -n 2 --dist loadgroup tests/unit; $(PYTEST_OK5)
+
+# the soak-like tests (scale-out, chaos, footprint, broker recycle, soak benches): CI runs them after `make test`
+test-slow: $(STAMP) chromium
+	@$(BIN)/pytest -n 2 --dist loadgroup -m slow; $(PYTEST_OK5)
 
 $(NEWEST_STAMP): pyproject.toml
+	@if [ -z "$(NEWEST_PY)" ]; then echo "no newer Python found (NEWEST_PY is empty)"; exit 1; fi
 	$(NEWEST_PY) -m venv $(NEWEST_VENV)
 	$(NEWEST_VENV)/bin/pip install --quiet --upgrade pip
 	$(NEWEST_VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $(NEWEST_STAMP)
 
-# the suite again on the newest supported Python (its own venv; bytecode of that version)
+# the suite (as `make test` selects it) again on the newest supported Python (its own venv; bytecode of that
+# version)
 test-newest: $(NEWEST_STAMP) chromium
 	@echo "the suite on $$($(NEWEST_VENV)/bin/python --version)"
-	$(NEWEST_VENV)/bin/pytest -n 2 --dist loadgroup -p no:cacheprovider
+	@$(NEWEST_VENV)/bin/pytest -n 2 --dist loadgroup -p no:cacheprovider; $(PYTEST_OK5)
 
 up: $(STAMP)
 	$(BIN)/ctxbus up

@@ -39,8 +39,14 @@ def tls_material(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
 @pytest.fixture
 def settings(broker: EmbeddedBroker, tmp_path: Path) -> Settings:
     """Settings isolated per test: own data dir, own topic prefix, the worker's broker."""
+    return isolated_settings(broker, tmp_path)
+
+
+def isolated_settings(broker: EmbeddedBroker, tmp: Path) -> Settings:
+    """The ``settings`` fixture's: a data dir under ``tmp``, an own topic prefix, the worker's broker (also for
+    a module's shared stack: tests/integration/test_gateway_socket.py)."""
     return Settings(
-        data_dir=tmp_path / "data",
+        data_dir=tmp / "data",
         topic_prefix=f"t{uuid.uuid4().hex[:10]}",
         kafka=KafkaSettings(
             bootstrap_servers=broker.bootstrap_servers,

@@ -42,15 +42,18 @@ from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, SearchHit, SearchQuery, VectorStore
 from ctxbus.retriever.expiry import RetrieverDeadlines
-from ctxbus.settings import GatewaySettings, Settings
+from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import committed, read_all
+from .slack import LOAD_FACTOR, ROOMY_HOOK_MS, assert_within
 from .test_hooks import make_repo, prompt_input
 
 pytestmark = pytest.mark.integration
 
 PROJECT = "acme/web"
+#: the gateway's cap on a hook's budget: above every budget these tests send (each sends its own)
+GATEWAY_HOOK_CAP_MS = ROOMY_HOOK_MS
 
 
 class CountingStore:
@@ -102,7 +105,9 @@ async def stack(
         run_services(SERVICES, settings, kafka, metrics, stop, resources, on_ready=ready.set)
     )
     ports: list[int] = []
-    gw = settings.model_copy(update={"gateway": GatewaySettings(port=0)})
+    gw = settings.model_copy(
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=GATEWAY_HOOK_CAP_MS)}
+    )
     gateway = asyncio.create_task(run_gateway(gw, kafka, metrics, stop, on_ready=ports.append))
     await asyncio.wait_for(ready.wait(), 60)
     while not ports:
@@ -225,8 +230,11 @@ def post_hook(stack: Stack, body: bytes, budget_ms: int) -> tuple[str, float]:
 async def test_the_gateway_answers_within_the_hook_budget_when_the_pipeline_is_slow(
     stack: Stack, kafka: KafkaClientConfig, topics: Topics
 ) -> None:
-    stack.store.delay_s = 1.5  # one retrieval takes longer than the hook's whole budget
     budget_ms = 1_000
+    # one retrieval takes far longer than the hook's whole budget, even with the test's slack on a busy machine:
+    # a gateway that waited for the pipeline could not pass the check below
+    slow_s = 2 * LOAD_FACTOR * budget_ms / 1000
+    stack.store.delay_s = slow_s
     sent_at = datetime.now(UTC)
     calls = [
         asyncio.to_thread(post_hook, stack, prompt_input(stack.repo, f"password reset {i}"), budget_ms)
@@ -234,7 +242,7 @@ async def test_the_gateway_answers_within_the_hook_budget_when_the_pipeline_is_s
     ]
     answers = await asyncio.gather(*calls)
     for context, elapsed in answers:
-        assert elapsed < budget_ms / 1000, elapsed  # within the budget the hook gave it
+        assert_within(elapsed, budget_ms / 1000)  # within the budget the hook gave it
         assert "### Password reset revokes sessions" in context  # the pattern file's answer, not nothing
     outcomes = stack.metrics.registry.get_sample_value(
         "ctxbus_gateway_requests_total", {"event": "UserPromptSubmit", "outcome": "timeout_fallback"}
@@ -258,11 +266,13 @@ async def test_the_gateway_answers_within_the_hook_budget_when_the_pipeline_is_s
     assert expired_count(stack.metrics, "retriever") == 3 - searched
     assert expired_count(stack.metrics, "injector") == searched
 
-    # the pipeline is fast again. The retriever's estimate still says a retrieval takes seconds (it would shed a
-    # request with 1.6 s left), until a second without serving anything: then it serves (and measures) again
+    # the pipeline is fast again. The retriever's estimate still says a retrieval takes the slow search's seconds
+    # (it would shed a request with less time left than that, as the one below), until a second without serving
+    # anything: then it serves (and measures) again. The time left is still seconds: a busy machine answers in it
     stack.store.delay_s = 0.0
     await asyncio.sleep(PROBE_AFTER_S)
-    context, _ = await asyncio.to_thread(post_hook, stack, prompt_input(stack.repo), 5_000)
+    left_ms = int(slow_s * 1000) - 500
+    context, _ = await asyncio.to_thread(post_hook, stack, prompt_input(stack.repo), left_ms)
     assert "Password reset revokes sessions" in context
     injected = stack.metrics.registry.get_sample_value(
         "ctxbus_gateway_requests_total", {"event": "UserPromptSubmit", "outcome": "injected"}

@@ -5,6 +5,7 @@ when it is not (absent, or stale after a killed gateway)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -16,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
+from ctxbus.adapters.broker_embedded import EmbeddedBroker
+from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.topics import Topics
 from ctxbus.memory.ingest import ingest
@@ -26,6 +30,7 @@ from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
 
+from .conftest import isolated_settings
 from .test_hooks import context_of, make_repo, prompt_input, run_hook
 
 pytestmark = pytest.mark.integration
@@ -50,10 +55,11 @@ def short_dir() -> Iterator[Path]:
         yield Path(path) / "data"
 
 
-@pytest.fixture
-async def gateway(
-    settings: Settings, kafka: KafkaClientConfig, embedder: Embedder, topics: Topics, tmp_path: Path, short_dir: Path
+@contextlib.asynccontextmanager
+async def running_gateway(
+    settings: Settings, kafka: KafkaClientConfig, embedder: Embedder, tmp_path: Path, short_dir: Path
 ) -> AsyncIterator[SocketGateway]:
+    """The services and the gateway, its data dir (and socket) in ``short_dir``; the repository is acme/web's."""
     repo = make_repo(tmp_path)
     store = open_store(settings, embedder)
     ingest(parse_pattern_file(repo / ".claude" / "learned_patterns.json", project="acme/web").items, embedder, store)
@@ -74,6 +80,36 @@ async def gateway(
         stop.set()
         await asyncio.wait_for(asyncio.gather(services, gateway), 30)
     assert not found.socket_path.exists()  # a stopped gateway takes its socket with it
+
+
+@pytest.fixture
+async def gateway(
+    settings: Settings, kafka: KafkaClientConfig, embedder: Embedder, topics: Topics, tmp_path: Path, short_dir: Path
+) -> AsyncIterator[SocketGateway]:
+    """A gateway of the test's own (for a test that changes what is in its data dir)."""
+    async with running_gateway(settings, kafka, embedder, tmp_path, short_dir) as found:
+        yield found
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_gateway(
+    broker: EmbeddedBroker, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SocketGateway]:
+    """One gateway for the module's tests that only send it requests (its own settings, topics and data dir):
+    one stack started instead of one per test."""
+    tmp = tmp_path_factory.mktemp("socket-gateway")
+    settings = isolated_settings(broker, tmp)
+    kafka = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=True)
+    await ensure_topics(kafka, Topics(settings.topic_prefix).all(), partitions=3, replication=1)
+    with tempfile.TemporaryDirectory(prefix="cbs", dir="/tmp") as path:
+        async with running_gateway(settings, kafka, embedder, tmp, Path(path) / "data") as found:
+            yield found
+
+
+#: the async tests on the shared gateway run in its event loop (where its services run)
+in_its_loop = pytest.mark.asyncio(loop_scope="module")
+#: the module's tests on one worker (under xdist), so that one stack serves them
+one_worker = pytest.mark.xdist_group("gateway-socket")
 
 
 def over_socket(path: Path, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
@@ -104,13 +140,18 @@ def client_env(gateway: SocketGateway, tmp_path: Path, **extra: str) -> dict[str
     return env
 
 
-def test_the_socket_is_private(gateway: SocketGateway) -> None:
+@one_worker
+def test_the_socket_is_private(shared_gateway: SocketGateway) -> None:
+    gateway = shared_gateway
     mode = gateway.socket_path.stat().st_mode
     assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
     assert stat.S_IMODE(gateway.data_dir.stat().st_mode) == 0o700
 
 
-async def test_over_the_socket_the_secret_is_still_required(gateway: SocketGateway) -> None:
+@in_its_loop
+@one_worker
+async def test_over_the_socket_the_secret_is_still_required(shared_gateway: SocketGateway) -> None:
+    gateway = shared_gateway
     body = prompt_input(gateway.repo)
     status, answer = await asyncio.to_thread(over_socket, gateway.socket_path, body, {})
     assert status == 401 and "secret" in answer["error"]
@@ -127,7 +168,10 @@ async def test_over_the_socket_the_secret_is_still_required(gateway: SocketGatew
     assert "Password reset revokes sessions" in answer["hookSpecificOutput"]["additionalContext"]
 
 
-async def test_the_hook_client_goes_over_the_socket(gateway: SocketGateway, tmp_path: Path) -> None:
+@in_its_loop
+@one_worker
+async def test_the_hook_client_goes_over_the_socket(shared_gateway: SocketGateway, tmp_path: Path) -> None:
+    gateway = shared_gateway
     # nothing points the client at the TCP port (no runtime file here, a port nobody listens on): the socket alone
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
@@ -137,7 +181,9 @@ async def test_the_hook_client_goes_over_the_socket(gateway: SocketGateway, tmp_
     assert not (tmp_path / "hook.log").exists()  # answered by the pipeline: no fallback, nothing to report
 
 
+@one_worker
 async def test_without_the_socket_the_client_falls_back_to_tcp(gateway: SocketGateway, tmp_path: Path) -> None:
+    # its own gateway: it removes the socket and puts a stale one in its place
     env = client_env(gateway, tmp_path, CTXBUS_GATEWAY_PORT=str(gateway.port))
     gateway.socket_path.unlink()  # absent
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(gateway.repo), gateway.repo)

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
+from ctxbus.adapters.broker_embedded import EmbeddedBroker
+from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.components import open_store
 from ctxbus.contract.topics import Topics
@@ -28,13 +31,20 @@ from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
-from ctxbus.settings import GatewaySettings, HookSettings, Settings
+from ctxbus.settings import GatewaySettings, HookSettings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
+from .conftest import isolated_settings
 from .kafka_io import read_all
+from .slack import ROOMY_HOOK_MS
 from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook
 
-pytestmark = pytest.mark.integration
+#: one gateway for the module (its fixture), in the module's event loop, on one xdist worker
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.xdist_group("gateway-trust"),
+]
 
 
 def call(
@@ -59,18 +69,34 @@ class Gateway:
     secret: str
     repo: Path
     store: VectorStore
+    data_dir: Path
+    kafka: KafkaClientConfig
+    topics: Topics
 
 
-@pytest.fixture
+#: the hook's budget here, the gateway's cap and the client's timeout alike
+HOOK_TIMEOUT_MS = ROOMY_HOOK_MS
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gateway(
-    settings: Settings, kafka: KafkaClientConfig, topics: Topics, embedder: Embedder, tmp_path: Path
+    broker: EmbeddedBroker, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Gateway]:
     """Services and the gateway sharing one store (the library routes served), as ``ctxbus up`` runs them; the
-    secret is the one the gateway made in its data dir; the repository is project acme/web."""
-    repo = make_repo(tmp_path)
+    secret is the one the gateway made in its data dir; the repository is project acme/web. One for the module:
+    its tests only send it requests (each writes its hook log to its own tmp_path, and what one stores is in a
+    project of its own)."""
+    tmp = tmp_path_factory.mktemp("trust")
+    settings = isolated_settings(broker, tmp)
+    kafka = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=True)
+    topics = Topics(settings.topic_prefix)
+    await ensure_topics(kafka, topics.all(), partitions=3, replication=1)
+    repo = make_repo(tmp)
     store = open_store(settings, embedder)
     ingest(parse_pattern_file(repo / ".claude" / "learned_patterns.json", project="acme/web").items, embedder, store)
-    gw = settings.model_copy(update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=6_000)})
+    gw = settings.model_copy(
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=HOOK_TIMEOUT_MS)}
+    )
     metrics, stop, ready, ports = Metrics(), asyncio.Event(), asyncio.Event(), []
     shared = Resources(settings, metrics, embedder, store)
     services = asyncio.create_task(run_services(SERVICES, settings, kafka, metrics, stop, shared, on_ready=ready.set))
@@ -81,27 +107,37 @@ async def gateway(
     secret_file = settings.data_dir / "gateway.secret"  # made by the gateway (each test checks what it needs)
     secret = secret_file.read_text().strip() if secret_file.exists() else ""
     try:
-        yield Gateway(ports[0], secret, repo, store)
+        yield Gateway(ports[0], secret, repo, store, settings.data_dir, kafka, topics)
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(services, gateway), 30)
 
 
 def client_env(gateway: Gateway, tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The hook client's environment: this gateway, the test's data dir (where the gateway made its secret) and a
-    timeout a busy machine keeps (what is asserted is which context comes back, not how fast)."""
-    return hook_env(
-        tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}", CTXBUS_HOOK_TIMEOUT_MS="6000", **extra
+    """The hook client's environment: this gateway, its data dir (where the gateway made its secret), the test's
+    own hook log (``hook_log``) and a timeout a busy machine keeps (``HOOK_TIMEOUT_MS``)."""
+    env = hook_env(
+        tmp_path,
+        CTXBUS_HOOK_LOG_FILE=str(hook_log(tmp_path)),
+        CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{gateway.port}",
+        CTXBUS_HOOK_TIMEOUT_MS=str(HOOK_TIMEOUT_MS),
+        **extra,
     )
+    return env | {"CTXBUS_DATA_DIR": str(gateway.data_dir)}
+
+
+def hook_log(tmp_path: Path) -> Path:
+    """Where the hook client of this test logs (nothing when the pipeline answered)."""
+    return tmp_path / "hook.log"
 
 
 # --- the secret --------------------------------------------------------------------------------------------
 
 
-def test_the_secret_file_is_private(settings: Settings, gateway: Gateway) -> None:
-    path = settings.data_dir / "gateway.secret"
+async def test_the_secret_file_is_private(gateway: Gateway) -> None:
+    path = gateway.data_dir / "gateway.secret"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(settings.data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(gateway.data_dir.stat().st_mode) == 0o700
     assert path.read_text().strip() == gateway.secret and len(gateway.secret) >= 32
 
 
@@ -133,11 +169,10 @@ async def test_every_endpoint_needs_the_secret(gateway: Gateway, path: str) -> N
     assert await asyncio.to_thread(call, port, "/healthz", None, None, "GET") == (200, {"status": "ok"})
 
 
-async def test_a_web_page_is_refused_even_with_the_secret(
-    gateway: Gateway, kafka: KafkaClientConfig, topics: Topics
-) -> None:
-    """A text/plain POST from a page (Origin set) and DNS rebinding (a foreign Host): 403, nothing done."""
-    port, secret = gateway.port, gateway.secret
+async def test_a_web_page_is_refused_even_with_the_secret(gateway: Gateway) -> None:
+    """A text/plain POST from a page (Origin set) and DNS rebinding (a foreign Host): 403, nothing done (no test
+    of this module sends a session's end: its outcome could only come from here)."""
+    port, secret, kafka, topics = gateway.port, gateway.secret, gateway.kafka, gateway.topics
     end = json.dumps({"hook_event_name": "SessionEnd", "session_id": "evil", "cwd": "/", "reason": "x"}).encode()
     page = {"Content-Type": "text/plain", "Origin": "http://evil.example"}
     status, answer = await asyncio.to_thread(call, port, "/v1/hooks", end, page)
@@ -167,17 +202,17 @@ async def test_the_hook_client_sends_the_secret(gateway: Gateway, tmp_path: Path
     env = client_env(gateway, tmp_path)  # its data dir holds the secret
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo), repo)
     assert "### Password reset revokes sessions" in context_of(done)
-    assert not (tmp_path / "data" / "hook.log").exists()  # answered by the pipeline, nothing to report
+    assert not hook_log(tmp_path).exists()  # answered by the pipeline, nothing to report
     # the secret from the environment instead (how a compose gateway's clients get it)
     env_secret = {**env, "CTXBUS_DATA_DIR": str(tmp_path / "elsewhere"), "CTXBUS_GATEWAY_SECRET": gateway.secret}
     done, _ = await asyncio.to_thread(run_hook, env_secret, "user-prompt-submit", prompt_input(repo), repo)
     assert "### Password reset revokes sessions" in context_of(done)
-    assert not (tmp_path / "elsewhere" / "hook.log").exists()
+    assert not hook_log(tmp_path).exists()
     # a client without the secret is refused and says so in its log (the pattern file answers)
-    other = {**env, "CTXBUS_DATA_DIR": str(tmp_path / "other"), "CTXBUS_HOOK_TIMEOUT_MS": "8000"}  # a busy machine
+    other = {**env, "CTXBUS_DATA_DIR": str(tmp_path / "other")}
     done, _ = await asyncio.to_thread(run_hook, other, "user-prompt-submit", prompt_input(repo), repo)
     assert "### Password reset revokes sessions" in context_of(done)
-    assert "401" in (tmp_path / "other" / "hook.log").read_text()
+    assert "401" in hook_log(tmp_path).read_text()
 
 
 async def test_the_project_is_the_clients_not_the_gateways(
@@ -257,7 +292,7 @@ async def test_a_lone_surrogate_is_replaced_not_an_empty_context(gateway: Gatewa
     raw = prompt.replace(b"\\ud800", b"\xed\xa0\x80\xff")  # invalid UTF-8 bytes too
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", raw, repo)
     assert "### Password reset revokes sessions" in context_of(done)
-    assert not (tmp_path / "data" / "hook.log").exists()  # both answered by the pipeline
+    assert not hook_log(tmp_path).exists()  # both answered by the pipeline
 
 
 async def test_the_sub_command_that_ran_decides_the_event(gateway: Gateway, tmp_path: Path) -> None:
@@ -267,6 +302,7 @@ async def test_the_sub_command_that_ran_decides_the_event(gateway: Gateway, tmp_
     lying["hook_event_name"] = "Stop"
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", json.dumps(lying).encode(), repo)
     assert "### Password reset revokes sessions" in context_of(done, "UserPromptSubmit")
+    assert not hook_log(tmp_path).exists()  # the gateway's answer, not the client's fallback
 
 
 async def test_a_prompt_over_4_mb_is_trimmed_not_cut(gateway: Gateway, tmp_path: Path) -> None:
@@ -275,6 +311,6 @@ async def test_a_prompt_over_4_mb_is_trimmed_not_cut(gateway: Gateway, tmp_path:
     prompt = "After a password reset, revoke the refresh tokens and clear the session cache. " * 60_000
     done, _ = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo, prompt), repo)
     assert "### Password reset revokes sessions" in context_of(done)
-    log = [json.loads(line) for line in (tmp_path / "data" / "hook.log").read_text().splitlines()]
+    log = [json.loads(line) for line in hook_log(tmp_path).read_text().splitlines()]
     assert [e["event"] for e in log] == ["prompt_trimmed"], log
     assert log[0]["chars"] == len(prompt) and log[0]["kept"] == 100_000

@@ -35,6 +35,7 @@ from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
+from .slack import assert_within
 
 pytestmark = pytest.mark.integration
 
@@ -87,10 +88,27 @@ def run_hook(
         env=env,
         cwd=cwd,
         capture_output=True,
-        timeout=30,
+        timeout=60,  # a hook that hangs; the tests' budgets are far below (test_gateway_trust.py's is 20 s)
         check=False,
     )
     return done, time.monotonic() - started
+
+
+def startup_s(env: dict[str, str], cwd: Path, *, launcher: bool = False) -> float:
+    """How long a hook process takes here and now when it answers at once (the hook disabled): the interpreter's
+    start and the hook's imports, which the hook's own timeout cannot cover (its watchdog starts in ``main``)."""
+    _, elapsed = run_hook({**env, "CTXBUS_HOOK_ENABLED": "false"}, "user-prompt-submit", b"{}", cwd, launcher=launcher)
+    return elapsed
+
+
+def timed_hook(
+    env: dict[str, str], slug: str, stdin: bytes, cwd: Path, *, launcher: bool = False
+) -> tuple[subprocess.CompletedProcess[bytes], float, float]:
+    """``run_hook``, with the start-up measured just before and just after it (the larger: a loaded machine's
+    start-up varies from one process to the next)."""
+    before = startup_s(env, cwd, launcher=launcher)
+    done, elapsed = run_hook(env, slug, stdin, cwd, launcher=launcher)
+    return done, elapsed, max(before, startup_s(env, cwd, launcher=launcher))
 
 
 def prompt_input(cwd: Path, prompt: str = "Fix login after password reset") -> bytes:
@@ -120,10 +138,10 @@ def context_of(done: subprocess.CompletedProcess[bytes], event: str = "UserPromp
 @pytest.mark.parametrize("launcher", [False, True])
 def test_with_the_gateway_down_it_falls_back_to_the_pattern_file(tmp_path: Path, launcher: bool) -> None:
     repo = make_repo(tmp_path)
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{free_port()}")
-    done, elapsed = run_hook(env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
-    assert "### Password reset revokes sessions" in context_of(done)
-    assert elapsed < 2.0
+    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{free_port()}", CTXBUS_HOOK_TIMEOUT_MS="2000")
+    done, elapsed, startup = timed_hook(env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
+    assert "### Password reset revokes sessions" in context_of(done)  # the fallback's, before the watchdog
+    assert_within(elapsed, 2.0, startup)
     log = (tmp_path / "data" / "hook.log").read_text()
     assert "gateway_unreachable" in log and "fallback_answered" in log
     assert done.stderr == b""
@@ -162,9 +180,11 @@ def test_a_gateway_that_never_answers_still_gets_valid_output_in_time(
 ) -> None:
     repo = make_repo(tmp_path)
     env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{silent_gateway}", CTXBUS_HOOK_TIMEOUT_MS="800")
-    done, elapsed = run_hook(env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
+    done, elapsed, startup = timed_hook(env, "user-prompt-submit", prompt_input(repo), repo, launcher=launcher)
     context_of(done)  # valid, whatever it holds
-    assert elapsed < 1.0, elapsed
+    assert_within(elapsed, 0.8, startup)  # not the gateway's silence (run_hook gives up after 30 s)
+    log = (tmp_path / "data" / "hook.log").read_text()
+    assert "gateway_unreachable" in log or "hook_watchdog" in log  # it gave up on the gateway, by itself
 
 
 @pytest.mark.parametrize(
@@ -306,9 +326,11 @@ async def test_when_the_pipeline_is_silent_the_gateway_answers_from_the_pattern_
         while not ports:
             await asyncio.sleep(0.05)
         env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{ports[0]}", CTXBUS_HOOK_TIMEOUT_MS="700")
-        done, elapsed = await asyncio.to_thread(run_hook, env, "user-prompt-submit", prompt_input(repo), repo)
+        done, elapsed, startup = await asyncio.to_thread(
+            timed_hook, env, "user-prompt-submit", prompt_input(repo), repo
+        )
         assert "### Password reset revokes sessions" in context_of(done)
-        assert elapsed < 1.5
+        assert_within(elapsed, 0.7, startup)
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)

@@ -22,11 +22,12 @@ from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
-from ctxbus.settings import GatewaySettings, Settings
+from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .kafka_io import read_all
-from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook
+from .slack import ROOMY_HOOK_MS, assert_within
+from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook, startup_s, timed_hook
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,10 @@ async def stack(
     repo = make_repo(tmp_path, PROJECT)
     store = open_store(settings, embedder)
     ingest(parse_pattern_file(repo / ".claude" / "learned_patterns.json", project=PROJECT).items, embedder, store)
-    gw_settings = settings.model_copy(update={"gateway": GatewaySettings(port=0)})
+    # a budget a busy machine keeps: these tests follow the answers into the learning loop, not their speed
+    gw_settings = settings.model_copy(
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=ROOMY_HOOK_MS)}
+    )
     metrics, stop, ready, ports = Metrics(), asyncio.Event(), asyncio.Event(), []
     resources = Resources(settings, metrics, embedder, store)
     services = asyncio.create_task(
@@ -89,7 +93,7 @@ async def test_a_failed_test_run_then_stop_publishes_failed_and_moves_the_inject
     stack: tuple[int, Path, VectorStore], tmp_path: Path, kafka: KafkaClientConfig, topics: Topics
 ) -> None:
     port, repo, store = stack
-    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}")
+    env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS))
     transcript = tmp_path / f"{SESSION}.jsonl"
     transcript.touch()
 
@@ -182,14 +186,15 @@ async def test_post_tool_use_hooks_answer_valid_output_when_the_broker_path_is_s
         tool_response={"stdout": "Tests: 1 failed, 2 passed, 3 total", "stderr": "", "interrupted": False},
     )
     env = hook_env(tmp_path, CTXBUS_GATEWAY_URL="http://127.0.0.1:9", CTXBUS_HOOK_TIMEOUT_MS="500")
-    done, elapsed = await asyncio.to_thread(run_hook, env, "post-tool-use", post, repo)
-    assert done.returncode == 0 and json.loads(done.stdout) == {} and elapsed < 1.5
+    done, elapsed, startup = await asyncio.to_thread(timed_hook, env, "post-tool-use", post, repo)
+    assert done.returncode == 0 and json.loads(done.stdout) == {}
+    assert_within(elapsed, 0.5, startup)
 
 
 async def test_every_hook_answers_in_time_when_the_broker_goes_away(tmp_path: Path) -> None:
     from ctxbus.adapters.broker_embedded import EmbeddedBroker
     from ctxbus.adapters.kafka.admin import ensure_topics
-    from ctxbus.settings import HookSettings, KafkaSettings
+    from ctxbus.settings import KafkaSettings
 
     repo = make_repo(tmp_path, PROJECT)
     transcript = tmp_path / f"{SESSION}.jsonl"
@@ -220,6 +225,8 @@ async def test_every_hook_answers_in_time_when_the_broker_goes_away(tmp_path: Pa
             tool_response={"stdout": "1 failed in 0.1s"},
             tool_use_id="t1",
         )
+        timed = []
+        startups = [await asyncio.to_thread(startup_s, env, repo)]
         for slug, stdin in (
             ("post-tool-use", post),
             ("stop", hook_input("Stop", repo, transcript)),
@@ -230,7 +237,10 @@ async def test_every_hook_answers_in_time_when_the_broker_goes_away(tmp_path: Pa
             assert done.returncode == 0, (slug, done.stderr)
             out = json.loads(done.stdout)
             assert out == {} or out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit", (slug, out)
-            assert elapsed < 1.5, (slug, elapsed)
+            timed.append((slug, elapsed))
+        startups.append(await asyncio.to_thread(startup_s, env, repo))
+        for slug, elapsed in timed:
+            assert_within(elapsed, 1.0, max(startups), slug)  # the hooks' 1 s budget (and a fresh process)
         # the reply router's consumer does not stop cleanly without its broker (it waits for it): cancel
         gateway.cancel()
         with contextlib.suppress(asyncio.CancelledError):

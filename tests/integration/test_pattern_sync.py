@@ -22,7 +22,8 @@ from ctxbus.settings import GatewaySettings, HookSettings, Settings
 from ctxbus.wiring import Resources, run_gateway
 
 from .kafka_io import read_all
-from .test_hooks import PATTERNS, context_of, hook_env, make_repo, run_hook
+from .slack import ROOMY_HOOK_MS, assert_within
+from .test_hooks import PATTERNS, context_of, hook_env, make_repo, run_hook, timed_hook
 
 pytestmark = pytest.mark.integration
 
@@ -92,14 +93,15 @@ async def test_a_changed_pattern_file_is_synced_once_and_searchable(
 ) -> None:
     repo = make_repo(tmp_path, project="fresh/app")
     assert running_pipeline.store is not None and running_pipeline.store.count("fresh/app") == 0
-    async with gateway(settings, kafka) as port:
-        # the client's budget is wider than the gateway's own 2 s wait, so on a machine too busy for a fresh process
-        # to start, post and fall back within 2 s the client's watchdog does not answer empty before the gateway
-        env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}", CTXBUS_HOOK_TIMEOUT_MS="5000")
+    # a budget a busy machine keeps (client and gateway): the sync and the store's answer are asserted, not speed
+    async with gateway(settings, kafka, timeout_ms=ROOMY_HOOK_MS) as port:
+        env = hook_env(
+            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
+        )
         env |= {"HOME": str(home)}
-        done, elapsed = await asyncio.to_thread(run_hook, env, "session-start", session_start(repo), repo)
+        done, elapsed, startup = await asyncio.to_thread(timed_hook, env, "session-start", session_start(repo), repo)
         first_context = context_of(done, "SessionStart")
-        assert elapsed < 6.0  # the client's 5 s budget (and a fresh process)
+        assert_within(elapsed, ROOMY_HOOK_MS / 1000, startup)  # the client's budget (and a fresh process)
         async with asyncio.timeout(30):  # the sync finishes in the background if the hook did not wait for it
             while running_pipeline.store.count("fresh/app") < 2:
                 await asyncio.sleep(0.1)
@@ -108,15 +110,14 @@ async def test_a_changed_pattern_file_is_synced_once_and_searchable(
         (reset,) = running_pipeline.store.get("fresh/app", ["reset-revokes"])
         assert reset.title == PATTERNS["patterns"][0]["title"]  # type: ignore[index]
         assert (await memory.asearch("fresh/app", "small reviewable commits", k=1)).items[0].id == "small-commits"
-        # the first session did not start empty: the store answered with a synced pattern (or, on a machine too
-        # busy for the hook's budget, the gateway answered from the file itself)
+        # the first session did not start empty: the store answered with a synced pattern
         (injected,) = [EventDeserializer()(r.value) for r in await read_all(kafka, topics.context_injected, expect=1)]
         assert injected.project == "fresh/app" and injected.payload.item_ids  # type: ignore[union-attr]
         assert set(injected.payload.item_ids) <= {"reset-revokes", "small-commits"}  # type: ignore[union-attr]
         assert "### Small commits" in first_context or "### Password reset revokes sessions" in first_context
         # unchanged files: nothing is sent again, not even by a restarted gateway
         await asyncio.to_thread(run_hook, env, "session-start", session_start(repo), repo)
-    async with gateway(settings, kafka) as port:
+    async with gateway(settings, kafka, timeout_ms=ROOMY_HOOK_MS) as port:
         env["CTXBUS_GATEWAY_URL"] = f"http://127.0.0.1:{port}"
         await asyncio.to_thread(run_hook, env, "session-start", session_start(repo), repo)
         assert await upserts(kafka, topics, expect=2) == [["reset-revokes", "small-commits"]]
@@ -167,12 +168,13 @@ async def test_without_the_store_owner_session_start_answers_in_time_and_the_syn
 ) -> None:
     repo = make_repo(tmp_path, project="lonely/app")
     async with gateway(settings, kafka) as port:  # no services: nobody answers
-        env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}")
-        done, elapsed = await asyncio.to_thread(
-            run_hook, env | {"HOME": str(home)}, "session-start", session_start(repo), repo
+        # the client's budget is wider than the gateway's own 2 s wait (as above): the gateway's fallback answers
+        env = hook_env(tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}", CTXBUS_HOOK_TIMEOUT_MS="5000")
+        done, elapsed, startup = await asyncio.to_thread(
+            timed_hook, env | {"HOME": str(home)}, "session-start", session_start(repo), repo
         )
         assert "### Password reset revokes sessions" in context_of(done, "SessionStart")  # the file fallback
-        assert elapsed < 3.0  # the hook's 2 s budget (and a fresh process)
+        assert_within(elapsed, 5.0, startup)  # the hook's budget (and a fresh process)
         assert await upserts(kafka, topics, expect=1) == [["reset-revokes", "small-commits"]]
     assert not list((settings.data_dir / "pattern-sync").glob("*.json"))  # unconfirmed: tried again next time
 

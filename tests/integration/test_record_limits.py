@@ -33,6 +33,7 @@ from ctxbus.settings import GatewaySettings, HookSettings, KafkaSettings, Settin
 from ctxbus.wiring import run_gateway
 
 from .kafka_io import read_all
+from .slack import LOAD_FACTOR, ROOMY_HOOK_MS
 from .test_hooks import make_repo, prompt_input
 
 pytestmark = pytest.mark.integration
@@ -128,11 +129,12 @@ async def test_the_gateway_answers_from_the_pattern_file_when_a_request_is_over_
     settings: Settings, topics: Topics, tmp_path: Path
 ) -> None:
     """With the smallest limit a 100,000-character prompt does not fit: the hook gets the file fallback at once."""
+    BUDGET_MS = ROOMY_HOOK_MS  # noqa: N806  (a long budget: not waiting for it shows even on a busy machine)
     low = settings.model_copy(
         update={
             "kafka": KafkaSettings(**{**settings.kafka.model_dump(), "max_record_bytes": 65_536}),
             "gateway": GatewaySettings(port=0),
-            "hook": HookSettings(timeout_ms=5_000),
+            "hook": HookSettings(timeout_ms=BUDGET_MS),
         }
     )
     config = KafkaClientConfig(low.kafka, low.kafka.bootstrap_servers, embedded=True)
@@ -157,7 +159,8 @@ async def test_the_gateway_answers_from_the_pattern_file_when_a_request_is_over_
         stop.set()
         await asyncio.wait_for(task, 30)
     assert "Password reset revokes sessions" in answer["hookSpecificOutput"]["additionalContext"]
-    assert elapsed < 2.0  # not the 5 s budget: nothing was sent, nothing waited for
+    # far below the budget, even with the test's slack on a busy machine: nothing was sent, nothing waited for
+    assert elapsed < BUDGET_MS / 1000 / (2 * LOAD_FACTOR), elapsed
     assert metrics.gateway_requests.labels("UserPromptSubmit", "oversize_fallback")._value.get() == 1
     assert await read_all(config, topics.retrieval_requested, expect=0, timeout_s=1) == []
 

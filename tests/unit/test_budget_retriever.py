@@ -16,11 +16,15 @@ from ctxbus.core.bounds import EMBED_CHARS_PER_TOKEN, QUERY_TERMS_CHARS, prefix
 from ctxbus.retriever.query import query_text, window_notices
 
 from .time_budget import (
-    BUDGET_SETTINGS,
     KNOWN_WORST,
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
     SIZE,
     adversarial_texts,
+    assert_scales_linearly,
     assert_within_budget,
+    shapes_only,
     valid_unicode,
 )
 
@@ -30,15 +34,17 @@ def read_prompt(embedder: OnnxMiniLmEmbedder, text: str) -> None:
     window_notices(embedder, query_text(request))
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str, embedder: OnnxMiniLmEmbedder) -> None:
-    assert_within_budget(read_prompt, embedder, valid_unicode(KNOWN_WORST[name]))
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str, embedder: OnnxMiniLmEmbedder) -> None:
+    make = KNOWN_WORST_MAKERS[name]
+    assert_scales_linearly(lambda n: assert_within_budget(read_prompt, embedder, valid_unicode(make(n))))
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_reading_a_prompt_is_within_budget(embedder: OnnxMiniLmEmbedder, text: str) -> None:
-    assert_within_budget(read_prompt, embedder, valid_unicode(text))
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_reading_a_prompt_takes_any_text(embedder: OnnxMiniLmEmbedder, text: str) -> None:
+    with shapes_only():
+        assert_within_budget(read_prompt, embedder, valid_unicode(text))
 
 
 class RecordingTokenizer:

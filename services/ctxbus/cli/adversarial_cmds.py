@@ -1,4 +1,6 @@
-"""``ctxbus bench adversarial``: 100,000-character prompts amid normal traffic (see ctxbus.bench.adversarial)."""
+"""``ctxbus bench adversarial``: 100,000-character prompts amid normal traffic (see ctxbus.bench.adversarial);
+with ``--functions``, the request path's pure functions on many large adversarial texts against the fixed time
+budget (see ctxbus.bench.text_budget)."""
 
 from __future__ import annotations
 
@@ -26,11 +28,21 @@ def register_bench(bsub: Any) -> None:
     bench.add_argument(
         "--large-every", type=float, default=3.0, help="seconds between large prompts (0: none, a baseline)"
     )
+    bench.add_argument(
+        "--functions",
+        action="store_true",
+        help="no stack: time the request path's functions on many large adversarial texts against the budget",
+    )
+    bench.add_argument("--texts", type=int, default=200, help="with --functions: generated texts (and the known-worst)")
+    bench.add_argument("--size", type=int, default=100_000, help="with --functions: characters of each text")
+    bench.add_argument("--seed", type=int, default=0, help="with --functions: the texts drawn")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
     bench.set_defaults(handler=cmd_bench_adversarial)
 
 
 def cmd_bench_adversarial(args: argparse.Namespace) -> int:
+    if args.functions:
+        return cmd_bench_functions(args)
     from ctxbus.bench import adversarial  # noqa: PLC0415
 
     if args.memories < 1 or args.rate <= 0 or args.duration <= 0 or args.large_every < 0:
@@ -43,3 +55,13 @@ def cmd_bench_adversarial(args: argparse.Namespace) -> int:
     emit(args, result, adversarial.print_report)
     lost = result["normal"]["lost"] + result["large"]["sent"] - result["large"]["answered"]
     return 0 if lost == 0 and result["probes_failed"] == 0 else 1
+
+
+def cmd_bench_functions(args: argparse.Namespace) -> int:
+    from ctxbus.bench import text_budget  # noqa: PLC0415
+
+    if args.texts < 0 or not 1_000 <= args.size <= 1_000_000:
+        raise CliError("--texts must not be negative and --size must be from 1,000 to 1,000,000")
+    result = text_budget.run(args.texts, args.size, args.seed)
+    emit(args, result, text_budget.print_report)
+    return 1 if result["over_budget"] else 0

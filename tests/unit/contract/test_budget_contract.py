@@ -12,7 +12,15 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDecodeError, EventDeserializer, EventSerializer, frame, header_value
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 ser = EventSerializer()
 de = EventDeserializer()
@@ -41,14 +49,18 @@ def ser_prefix() -> bytes:
     return ser(Envelope.root(payload, project="p", session_id="s", producer="t"))[5:60]
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str) -> None:
-    assert_within_budget(round_trip, KNOWN_WORST[name], expect=(ValueError,))
-    assert_within_budget(decode_garbage, KNOWN_WORST[name])
-
-
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_the_wire_format_is_within_budget(text: str) -> None:
+def check(text: str) -> None:
     assert_within_budget(round_trip, text, expect=(ValueError,))
     assert_within_budget(decode_garbage, text)
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str) -> None:
+    assert_scales_linearly(lambda n: check(KNOWN_WORST_MAKERS[name](n)))
+
+
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_the_wire_format_takes_any_text(text: str) -> None:
+    with shapes_only():
+        check(text)

@@ -20,16 +20,25 @@ from ctxbus.core.sections import first_sentence
 from ctxbus.memory.model import MAX_CONTENT_CHARS, MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, SIZE, adversarial_texts, assert_within_budget, valid_unicode
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+    valid_unicode,
+)
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 KINDS = (MemoryKind.PATTERN, MemoryKind.LEARNING, MemoryKind.WARNING, MemoryKind.PRINCIPLE, MemoryKind.DECISION)
 
 
 def memories(text: str) -> list[MemoryItem]:
-    """``text`` spread over items as large as the memory model allows (SIZE characters in all)."""
+    """``text`` spread over items as large as the memory model allows (its length in all, one item at least)."""
     out = []
-    for n in range(SIZE // MAX_CONTENT_CHARS):
+    for n in range(max(1, -(-len(text) // MAX_CONTENT_CHARS))):
         part = text[n * MAX_CONTENT_CHARS : (n + 1) * MAX_CONTENT_CHARS]
         out.append(
             MemoryItem(
@@ -75,12 +84,13 @@ def check_every_step(text: str) -> None:
         assert_within_budget(step, items, hits, text)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str) -> None:
-    check_every_step(KNOWN_WORST[name])
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str) -> None:
+    assert_scales_linearly(lambda n: check_every_step(KNOWN_WORST_MAKERS[name](n)))
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_assembly_is_within_budget(text: str) -> None:
-    check_every_step(text)
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_assembly_takes_any_text(text: str) -> None:
+    with shapes_only():
+        check_every_step(text)

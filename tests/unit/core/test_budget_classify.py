@@ -13,7 +13,15 @@ from ctxbus.contract.payloads import TaskType
 from ctxbus.core.bounds import CLASSIFY_CHARS
 from ctxbus.core.classify import CUES, SessionClassificationCache, TaskClassifier, lexical_scores, normalise_text
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 DIMS = 16
 _rng = random.Random(7)
@@ -32,21 +40,23 @@ def classify_cached(cache: SessionClassificationCache, classifier: TaskClassifie
         cache.put("s", text, classifier.classify(text, VECTOR))
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str, classifier: TaskClassifier) -> None:
-    text = KNOWN_WORST[name]
+def check(classifier: TaskClassifier, text: str) -> None:
     assert_within_budget(lexical_scores, text)
     assert_within_budget(classifier.classify, text, VECTOR)
     assert_within_budget(classify_cached, SessionClassificationCache(), classifier, text)
-
-
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_classification_is_within_budget(text: str) -> None:
-    classifier = TaskClassifier(PROTOTYPES)
-    assert_within_budget(classifier.classify, text, VECTOR)
-    assert_within_budget(classify_cached, SessionClassificationCache(), classifier, text)
     assert_within_budget(normalise_text, text)
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str, classifier: TaskClassifier) -> None:
+    assert_scales_linearly(lambda n: check(classifier, KNOWN_WORST_MAKERS[name](n)))
+
+
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_classification_takes_any_text(text: str) -> None:
+    with shapes_only():
+        check(TaskClassifier(PROTOTYPES), text)
 
 
 def test_cues_read_a_bounded_prefix() -> None:

@@ -11,20 +11,32 @@ from ctxbus.core.bounds import MAX_QUERY_TERMS, QUERY_TERMS_CHARS
 from ctxbus.core.lexical import DOCUMENT_TERMS_CHARS, document_vector, query_vector, term_index, terms
 from ctxbus.memory.model import MAX_CONTENT_CHARS
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str) -> None:
-    assert_within_budget(query_vector, KNOWN_WORST[name])
-    assert_within_budget(document_vector, KNOWN_WORST[name])
-
-
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_vectors_are_within_budget(text: str) -> None:
+def check(text: str) -> None:
     assert_within_budget(query_vector, text)
     assert_within_budget(document_vector, text)
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str) -> None:
+    assert_scales_linearly(lambda n: check(KNOWN_WORST_MAKERS[name](n)))
+
+
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_vectors_take_any_text(text: str) -> None:
+    with shapes_only():
+        check(text)
 
 
 def test_the_query_reads_a_bounded_prefix() -> None:

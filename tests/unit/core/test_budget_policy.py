@@ -22,27 +22,49 @@ from ctxbus.core.policy import (
 from ctxbus.core.profiles import IMPLEMENTER
 from ctxbus.memory.model import MAX_CONTENT_CHARS, MemoryItem
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, SIZE, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST,
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+    valid_unicode,
+)
 
 # -- the time budget ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_extraction_of_known_worst_text_is_within_budget(name: str) -> None:
-    assert_within_budget(extract_mentioned_files, KNOWN_WORST[name])
-
-
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_extraction_is_within_budget(text: str) -> None:
+def check(text: str) -> None:
     assert_within_budget(extract_mentioned_files, text)
+    assert_within_budget(plan_retrieval, IMPLEMENTER, None, text, [text[:2_000], "src/a.py"])
+    wanted = [*extract_mentioned_files(text)[:10], "src/a.py", "*.py", "a.py"]
+    assert_within_budget(item_mentions, memory(valid_unicode(text)), wanted)
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts(), st.lists(st.sampled_from(["src/a.py", "*.md", "", "a" * 5_000, "./" * 3_000]), max_size=3))
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str) -> None:
+    assert_scales_linearly(lambda n: check(KNOWN_WORST_MAKERS[name](n)))
+
+
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_extraction_takes_any_text(text: str) -> None:
+    with shapes_only():
+        assert_within_budget(extract_mentioned_files, text)
+
+
+@SHAPE_SETTINGS
+@given(
+    adversarial_texts(SHAPE_SIZE),
+    st.lists(st.sampled_from(["src/a.py", "*.md", "", "a" * 5_000, "./" * 3_000]), max_size=3),
+)
 @example(KNOWN_WORST["hex blob"], [])
-def test_planning_is_within_budget(text: str, files: list[str]) -> None:
-    assert_within_budget(plan_retrieval, IMPLEMENTER, None, text, files)
+def test_planning_takes_any_text(text: str, files: list[str]) -> None:
+    with shapes_only():
+        assert_within_budget(plan_retrieval, IMPLEMENTER, None, text, files)
 
 
 def memory(text: str) -> MemoryItem:
@@ -58,13 +80,17 @@ def memory(text: str) -> MemoryItem:
     )
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-@example("src/a.py " * (SIZE // 9))
-def test_matching_an_item_is_within_budget(text: str) -> None:
-    item = memory(text)
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_matching_an_item_takes_any_text(text: str) -> None:
+    item = memory(valid_unicode(text))
     wanted = [*extract_mentioned_files(text)[:10], "src/a.py", "*.py", "a.py"]
-    assert_within_budget(item_mentions, item, wanted)
+    with shapes_only():
+        assert_within_budget(item_mentions, item, wanted)
+
+
+def test_matching_an_item_full_of_paths_takes_linear_time() -> None:  # every word a path: the most to match
+    assert_scales_linearly(lambda n: check("src/a.py " * (n // 9)))
 
 
 # -- the bounds ---------------------------------------------------------------------------------------
@@ -104,7 +130,9 @@ def test_request_files_longer_than_the_path_limit_are_dropped() -> None:
 
 def test_leading_dot_slashes_are_dropped_in_linear_time() -> None:
     assert extract_mentioned_files("./" * 200 + "x.py") == ("x.py",)
-    assert_within_budget(plan_retrieval, IMPLEMENTER, None, "fix", ["./" * (SIZE // 2) + "x.py"])
+    assert_scales_linearly(
+        lambda n: assert_within_budget(plan_retrieval, IMPLEMENTER, None, "fix", ["./" * (n // 2) + "x.py"])
+    )
 
 
 # -- unchanged on normal text: the extraction before the fix, kept here as the reference ------------------

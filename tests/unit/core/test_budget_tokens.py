@@ -12,18 +12,27 @@ from hypothesis import strategies as st
 
 from ctxbus.core.tokens import NON_ASCII_BLANKS, estimate_tokens
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str) -> None:
-    assert_within_budget(estimate_tokens, KNOWN_WORST[name])
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str) -> None:
+    assert_scales_linearly(lambda n: assert_within_budget(estimate_tokens, KNOWN_WORST_MAKERS[name](n)))
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_the_estimate_is_within_budget(text: str) -> None:
-    assert_within_budget(estimate_tokens, text)
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_the_estimate_takes_any_text(text: str) -> None:
+    with shapes_only():
+        assert_within_budget(estimate_tokens, text)
 
 
 # -- the estimate before it was made faster, kept here as the reference ----------------------------------

@@ -105,7 +105,10 @@ async def test_snapshot_endpoint_answers_json_with_the_view_and_rejects_bad_rows
     assert (await get(server, "/api/snapshot?rows=x"))[0] == 400
 
 
-async def test_a_stream_sends_a_snapshot_at_once_and_again_when_data_arrives(server: DashboardServer) -> None:
+async def test_a_stream_sends_a_snapshot_at_once_and_again_when_data_arrives() -> None:
+    # no refresh by the clock within the test (600 s): the second snapshot can only be the one the data caused
+    server = DashboardServer(Aggregator(), port=0, max_clients=3, min_interval_s=0.05, refresh_s=600)
+    await server.start()
     stream = await Stream.open(server, "?project=acme/web")
     try:
         first = await stream.next_snapshot()
@@ -113,17 +116,14 @@ async def test_a_stream_sends_a_snapshot_at_once_and_again_when_data_arrives(ser
         server.aggregator.add_injection(row(project="acme/web", event_id="e-1"))
         server.aggregator.add_dead_letter(dead(project="acme/web"))
         server.notify()
-        started = time.monotonic()
-        while True:
-            snap = await stream.next_snapshot()
-            if snap["totals"]["injections"] == 1:
-                break
-        assert time.monotonic() - started < 1.0
+        snap = await stream.next_snapshot(within=30)
+        assert snap["totals"]["injections"] == 1
         assert snap["recent"][0]["id"] == "e-1"
         assert snap["totals"]["dead_letters"] == 1
         assert server.clients == 1
     finally:
         await stream.close()
+        await server.stop()
 
 
 async def test_clients_that_disconnect_are_forgotten_and_the_server_keeps_serving(server: DashboardServer) -> None:
@@ -156,9 +156,8 @@ async def test_a_quiet_stream_still_refreshes(server: DashboardServer) -> None:
     stream = await Stream.open(server)
     try:
         await stream.next_snapshot()
-        started = time.monotonic()
-        await stream.next_snapshot(within=3)  # refresh_s=0.5: the clock moves without events
-        assert time.monotonic() - started < 2.0
+        # refresh_s=0.5: the clock moves without events (what is checked is that it comes, not how punctually)
+        await stream.next_snapshot(within=10)
     finally:
         await stream.close()
 

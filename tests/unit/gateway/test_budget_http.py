@@ -14,7 +14,15 @@ from ctxbus.gateway.service import HookGateway
 from ctxbus.observability import Metrics
 from ctxbus.settings import HookSettings
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 MAX_BODY = 8_000_000
 
@@ -43,17 +51,21 @@ def requests_of(text: str) -> list[bytes]:
 ERRORS = (HttpError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str) -> None:
-    for data in requests_of(KNOWN_WORST[name]):
-        assert_within_budget(parse, data, expect=ERRORS)
-
-
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_parsing_is_within_budget(text: str) -> None:
+def check(text: str) -> None:
     for data in requests_of(text):
         assert_within_budget(parse, data, expect=ERRORS)
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str) -> None:
+    assert_scales_linearly(lambda n: check(KNOWN_WORST_MAKERS[name](n)))
+
+
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_parsing_takes_any_bytes(text: str) -> None:
+    with shapes_only():
+        check(text)
 
 
 @pytest.mark.parametrize("path", ["/v1/hooks", "/v1/search", "/v1/prime"])

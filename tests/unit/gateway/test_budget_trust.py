@@ -19,7 +19,15 @@ from ctxbus.hooks import oversize
 from ctxbus.hooks.project import shorten_project
 from ctxbus.hooks.wire import CWD_HEADER, MAX_HEADER_VALUE, PROJECT_HEADER, encode_value
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 GATE = Admission("s" * 43, port=9470, allowed_hosts=["127.0.0.1:19470"])
 
@@ -80,12 +88,13 @@ def check(text: str) -> None:
         assert_within_budget(trimming_side, raw)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str, tmp_path: Path) -> None:
-    check(KNOWN_WORST[name])
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str, tmp_path: Path) -> None:
+    assert_scales_linearly(lambda n: check(KNOWN_WORST_MAKERS[name](n)))
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_adversarial_text_is_within_budget(text: str) -> None:
-    check(text)
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_adversarial_text_is_admitted_or_refused(text: str) -> None:
+    with shapes_only():
+        check(text)

@@ -17,7 +17,15 @@ from ctxbus.hooks.project import normalise_remote, origin_remote, project_for
 from ctxbus.hooks.requests import hook_output, request_for, session_of
 from ctxbus.settings import HookSettings
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST, adversarial_texts, assert_within_budget
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SHAPE_SIZE,
+    adversarial_texts,
+    assert_scales_linearly,
+    assert_within_budget,
+    shapes_only,
+)
 
 SETTINGS = HookSettings()
 
@@ -71,16 +79,16 @@ def check(text: str, tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_WORST))
-def test_known_worst_text_is_within_budget(name: str, tmp_path: Path) -> None:
-    check(KNOWN_WORST[name], tmp_path)
+@pytest.mark.parametrize("name", sorted(KNOWN_WORST_MAKERS))
+def test_known_worst_text_takes_linear_time(name: str, tmp_path: Path) -> None:
+    assert_scales_linearly(lambda n: check(KNOWN_WORST_MAKERS[name](n), tmp_path))
 
 
-@BUDGET_SETTINGS
-@given(adversarial_texts())
-def test_hook_parsing_is_within_budget(text: str) -> None:
+@SHAPE_SETTINGS
+@given(adversarial_texts(SHAPE_SIZE))
+def test_hook_parsing_takes_any_text(text: str) -> None:
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, shapes_only():
         check(text, Path(tmp))
 
 

@@ -19,7 +19,16 @@ from ctxbus.memory.markdown_file import atx_heading, parse_markdown_text, slugif
 from ctxbus.memory.near_copies import near_duplicates, numbers
 from ctxbus.memory.pattern_file import parse_patterns
 
-from ..time_budget import BUDGET_SETTINGS, KNOWN_WORST_MAKERS, SIZE, Maker, adversarial_makers, assert_linear
+from ..time_budget import (
+    KNOWN_WORST_MAKERS,
+    SHAPE_SETTINGS,
+    SIZE,
+    Maker,
+    adversarial_makers,
+    assert_linear,
+    assert_scales_linearly,
+    shapes_only,
+)
 
 PATH = Path("docs/adr/0001-notes.md")
 
@@ -67,13 +76,14 @@ PARSER_WORST = (
 
 @pytest.mark.parametrize("name", PARSER_WORST)
 def test_known_worst_text_is_parsed_in_linear_time(name: str) -> None:
-    check(KNOWN_WORST_MAKERS[name])
+    assert_scales_linearly(lambda _size: check(KNOWN_WORST_MAKERS[name]))
 
 
-@BUDGET_SETTINGS
+@SHAPE_SETTINGS
 @given(adversarial_makers())
-def test_parsing_is_linear(make: Maker) -> None:
-    check(make)
+def test_parsing_any_shape_gives_items_or_line_errors(make: Maker) -> None:
+    with shapes_only():
+        check(make)
 
 
 def test_equal_headings_get_numbered_ids() -> None:  # in linear time: see the repeated headings above
@@ -118,4 +128,4 @@ def test_headings_are_read_as_before(line: str) -> None:
 
 
 def test_a_heading_line_of_mixed_blanks_is_read_in_linear_time() -> None:
-    assert_linear(atx_heading, lambda n: "# a" + " \t" * (n // 2) + "x")
+    assert_scales_linearly(lambda _size: assert_linear(atx_heading, lambda n: "# a" + " \t" * (n // 2) + "x"))
