@@ -129,11 +129,9 @@ class InjectionSettings(BaseSettings):
     max_items: int = Field(default=10, ge=1, le=100)
     min_score: float = Field(default=0.2, ge=-1.0, le=1.0)
     #: cosine (or keyword evidence) below which a memory is not about the request at all, whatever its other
-    #: merits. 0.1: in a store of ten conventions a paraphrased prompt's own convention is often under 0.2
-    #: (``ctxbus bench retrieval --store-sizes``, held-out teams: false rejections 0.41 -> 0.27 at 5 items), while
-    #: on the labelled set 0.1 and 0.2 rank alike (recall@10 0.757 / 0.753); whether a request gets items at all is
-    #: the relevance floor's call
-    min_similarity: float = Field(default=0.1, ge=-1.0, le=1.0)
+    #: merits (0.1 was tried: in small stores it let a passing request carry weakly related items along, and
+    #: the held-out teams' false rejections it saved were 3 of 22 prompts; see docs/evaluation.md)
+    min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0)
     #: which half of hybrid search runs: hybrid | dense | sparse
     search_mode: str = "hybrid"
     #: ranking weights (normalised before use; see ctxbus.core.ranking) and the recency half-life
