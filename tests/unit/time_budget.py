@@ -50,6 +50,8 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
+from ctxbus.bench.text_budget import CUE_WORDS, FRAMES, PATH_LIKE
+
 SIZE = 100_000
 BUDGET_S = 0.050
 RUNS = 3
@@ -89,54 +91,6 @@ SHAPE_SETTINGS = settings(
     suppress_health_check=(HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example),
 )
 
-PATH_LIKE = (
-    "a/",
-    "./",
-    "../",
-    "a.b",
-    "a.py",
-    "/a.",
-    "*/",
-    "**/",
-    "~/",
-    "a:b/",
-    "x.p/y",
-    "a://",
-    "www.",
-    "src/a_b.py:1",
-    ".a.",
-    "a.b.c.",
-    "_.-",
-)
-CUE_WORDS = (
-    "replace x ",
-    "move a ",
-    "doesnt ",
-    "fix the bug ",
-    "how does ",
-    "? ",
-    "hello ",
-    "review ",
-    "# ",
-    "- ",
-    "domains: ",
-    "```",
-    "1.5 ms ",
-)
-#: the start of a line that a pattern looks for, put before a long run (a heading, a list entry, a key)
-FRAMES = (
-    "# a",
-    "## a b",
-    "- a",
-    "domains: a",
-    "status: a",
-    "```a",
-    '[remote "origin"] url',
-    "a.",
-    "a/",
-    "x://",
-    "http://a",
-)
 NESTING = (("(", ")"), ("[", "]"), ("{", "}"), ('{"a":', "}"), ('{"a":[', "]}"), ("<", ">"), ('"', '"'), ("`", "`"))
 LAYOUTS = ("repeat", "spaced", "lines", "nested", "tail", "framed")
 

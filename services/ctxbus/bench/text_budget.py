@@ -47,9 +47,39 @@ PATH_LIKE = (
     "a://",
     "www.",
     "src/a_b.py:1",
+    ".a.",
+    "a.b.c.",
+    "_.-",
 )
-CUE_WORDS = ("replace x ", "move a ", "doesnt ", "fix the bug ", "how does ", "? ", "hello ", "# ", "- ", "```")
-FRAMES = ("# a", "## a b", "- a", "domains: a", "status: a", "```a", '[remote "origin"] url', "a.", "x://")
+CUE_WORDS = (
+    "replace x ",
+    "move a ",
+    "doesnt ",
+    "fix the bug ",
+    "how does ",
+    "? ",
+    "hello ",
+    "review ",
+    "# ",
+    "- ",
+    "domains: ",
+    "```",
+    "1.5 ms ",
+)
+#: the start of a line that a pattern looks for, put before a long run (a heading, a list entry, a key)
+FRAMES = (
+    "# a",
+    "## a b",
+    "- a",
+    "domains: a",
+    "status: a",
+    "```a",
+    '[remote "origin"] url',
+    "a.",
+    "a/",
+    "x://",
+    "http://a",
+)
 NESTING = (("(", ")"), ("[", "]"), ("{", "}"), ('{"a":', "}"), ('{"a":[', "]}"), ("<", ">"), ('"', '"'))
 LAYOUTS = ("repeat", "spaced", "lines", "nested", "tail", "framed")
 ODD_CHARS = "\ud800\u0301\u0368\u0332漢字ʰ\u00a0\u3000✓"
