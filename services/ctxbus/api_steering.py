@@ -28,11 +28,10 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import ContextInjected
+from ctxbus.contract.payloads import ContextInjected, CurationAction
 from ctxbus.contract.topics import Topics
-from ctxbus.core.curation import CurationAction
+from ctxbus.core.listing import ItemFilter, ItemHistory, UnknownItem, document, row, select, session_change
 from ctxbus.learning.record import OutcomeReceipt
-from ctxbus.memory.listing import ItemFilter, ItemHistory, UnknownItem, document, row, select, session_change
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import VectorStore
 from ctxbus.settings import Settings
@@ -97,7 +96,7 @@ class Steering:
 
     def sessions(self, project: str | None = None, *, limit: int = 20) -> builtins.list[dict[str, Any]]:
         """The latest outcomes (newest first) and what each changed: the conviction of every item it counted for,
-        before and after it (:func:`ctxbus.memory.listing.session_change`)."""
+        before and after it (:func:`ctxbus.core.listing.session_change`)."""
         from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
 
         ledger = LearningLedger(self.settings.learning_db)
@@ -121,7 +120,7 @@ class Steering:
 
     def get(self, item_id: str, *, project: str) -> dict[str, Any]:
         """The whole item and what learning knows of it: learned conviction and success rate, outcomes, uses,
-        injections and the last one, near copies. Raises :class:`~ctxbus.memory.listing.UnknownItem`."""
+        injections and the last one, near copies. Raises :class:`~ctxbus.core.listing.UnknownItem`."""
         from ctxbus.adapters.learning_ledger import LearningLedger  # noqa: PLC0415
 
         found = self.store.get(project, [item_id])

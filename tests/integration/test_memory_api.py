@@ -13,7 +13,7 @@ import pytest
 from ctxbus.adapters.embedding.onnx_minilm import OnnxMiniLmEmbedder
 from ctxbus.api import ForgottenRefused, Memory
 from ctxbus.components import open_store
-from ctxbus.memory.listing import UnknownItem
+from ctxbus.core.listing import UnknownItem
 from ctxbus.memory.model import MemoryItem
 from ctxbus.settings import Settings
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.project_option import add_project_option, project_of
-from ctxbus.core.curation import CurationAction
-from ctxbus.memory.listing import KINDS, UnknownItem, table
+from ctxbus.contract.payloads import CurationAction
+from ctxbus.core.listing import KINDS, UnknownItem, table
 from ctxbus.settings import Settings
 
 #: how long forget/pin wait by default for the running stack to apply them, in seconds

@@ -10,7 +10,6 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from ctxbus.core.curation import CurationAction
 from ctxbus.memory.model import MemoryItem
 
 #: Longest prompt or task description accepted in a request, in characters.
@@ -25,6 +24,14 @@ MAX_PATTERN_COUNT = 100
 
 #: The sections of an assembled context (seed 001's include_* switches).
 SECTIONS = ("principles", "patterns", "learnings", "warnings", "suggested_approach")
+
+
+class CurationAction(StrEnum):
+    """What a ``memory.curated`` event does to its items (the rules: :mod:`ctxbus.core.curation`)."""
+
+    FORGET = "forget"
+    PIN = "pin"
+    UNPIN = "unpin"
 
 
 class Trigger(StrEnum):

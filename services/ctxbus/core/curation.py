@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
 #: the header an upsert record carries when it explicitly re-adds forgotten items (``memory import
 #: --allow-forgotten``): a statement of intent, like the global-write marker
@@ -31,12 +30,6 @@ def allow_forgotten_marker() -> tuple[str, bytes]:
 
 def allow_forgotten_marked(headers: Iterable[tuple[str, bytes]]) -> bool:
     return any(k == ALLOW_FORGOTTEN_HEADER and v == ALLOW_FORGOTTEN_VALUE for k, v in headers)
-
-
-class CurationAction(StrEnum):
-    FORGET = "forget"
-    PIN = "pin"
-    UNPIN = "unpin"
 
 
 @dataclass(frozen=True, slots=True)

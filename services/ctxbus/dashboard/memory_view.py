@@ -28,9 +28,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import MemoryCurated
+from ctxbus.contract.payloads import CurationAction, MemoryCurated
 from ctxbus.contract.topics import Topics
-from ctxbus.core.curation import CurationAction
 from ctxbus.hooks.wire import read_secret
 from ctxbus.runtime import NoBroker, kafka_config, read_runtime
 from ctxbus.settings import Settings

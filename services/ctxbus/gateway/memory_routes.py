@@ -4,11 +4,11 @@ While the stack runs, ``ctxbus memory list|show`` (and the dashboard's memory vi
 them goes through the bus (``memory.curated``), never through this gateway.
 
 ``/v1/memory/list`` body: ``{"project": P or null (every project), "kind": null, "source": null, "stale": false,
-"pinned": null}``; answer ``{"items": [rows]}`` (:func:`ctxbus.memory.listing.row`).
+"pinned": null}``; answer ``{"items": [rows]}`` (:func:`ctxbus.core.listing.row`).
 ``/v1/memory/show`` body: ``{"project": P, "id": I}``; answer: the item's document
-(:func:`ctxbus.memory.listing.document`), 404 for an unknown id.
+(:func:`ctxbus.core.listing.document`), 404 for an unknown id.
 ``/v1/memory/sessions`` body: ``{"project": P or null, "limit": 20}``; answer ``{"sessions": [the latest outcomes,
-newest first, each with the items whose conviction it moved]}`` (:func:`ctxbus.memory.listing.session_change`).
+newest first, each with the items whose conviction it moved]}`` (:func:`ctxbus.core.listing.session_change`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ctxbus.core.listing import UnknownItem
 from ctxbus.gateway.hook_input import parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
-from ctxbus.memory.listing import UnknownItem
 
 _FILTERS = {"kind": str, "source": str, "stale": bool, "pinned": bool}
 #: most outcomes one /v1/memory/sessions call returns

@@ -17,9 +17,8 @@ from ctxbus.adapters.curation_ledger import CurationLedger
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import MemoryCurated
+from ctxbus.contract.payloads import CurationAction, MemoryCurated
 from ctxbus.contract.topics import Topics
-from ctxbus.core.curation import CurationAction
 from ctxbus.memory import global_scope
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.ports import VectorStore

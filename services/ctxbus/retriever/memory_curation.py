@@ -18,8 +18,8 @@ import structlog
 from ctxbus.adapters.curation_ledger import CurationLedger, Key
 from ctxbus.adapters.kafka.runner import RECORD_HEADERS, Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope
-from ctxbus.contract.payloads import MemoryCurated
-from ctxbus.core.curation import CurationAction, ForgetMark, PinMark, admit, after_forget, after_pin
+from ctxbus.contract.payloads import CurationAction, MemoryCurated
+from ctxbus.core.curation import ForgetMark, PinMark, admit, after_forget, after_pin
 from ctxbus.memory import global_scope
 from ctxbus.memory.model import GLOBAL_PROJECT, MemoryItem
 from ctxbus.ports import VectorStore

@@ -8,6 +8,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import (
     ContextInjected,
     ContextSource,
+    CurationAction,
     MemoryAction,
     MemoryCurated,
     MemoryStored,
@@ -18,7 +19,6 @@ from ctxbus.contract.payloads import (
     TaskType,
     Trigger,
 )
-from ctxbus.core.curation import CurationAction
 
 
 @pytest.fixture

@@ -16,10 +16,9 @@ from pydantic import BaseModel
 
 from ctxbus.contract import payloads
 from ctxbus.contract.envelope import CURRENT_SCHEMA_VERSION, AnyEnvelope, Envelope
-from ctxbus.contract.payloads import RetrievalRequested
+from ctxbus.contract.payloads import CurationAction, RetrievalRequested
 from ctxbus.contract.registry import SchemaRegistry
 from ctxbus.contract.serde import EventDeserializer, EventSerializer
-from ctxbus.core.curation import CurationAction
 from ctxbus.memory.model import MemoryItem
 
 ROOT = Path(__file__).resolve().parents[3]

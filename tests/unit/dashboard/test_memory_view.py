@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import MemoryCurated
-from ctxbus.core.curation import CurationAction
+from ctxbus.contract.payloads import CurationAction, MemoryCurated
 from ctxbus.dashboard.aggregate import Aggregator
 from ctxbus.dashboard.memory_view import GatewayError, MemoryView
 from ctxbus.dashboard.server import DashboardServer

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from ctxbus.core.listing import UnknownItem
 from ctxbus.gateway.http import HttpError, Request, Response
 from ctxbus.gateway.memory_routes import MemoryRoutes
-from ctxbus.memory.listing import UnknownItem
 
 
 class Reader:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import cast
 
 from ctxbus.adapters.curation_ledger import CurationLedger
-from ctxbus.core.curation import CurationAction
+from ctxbus.contract.payloads import CurationAction
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import VectorStore
 from ctxbus.retriever.memory_curation import admit_items, apply_curation

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ctxbus.core.learning import learned_conviction
-from ctxbus.memory.listing import (
+from ctxbus.core.listing import (
     ItemFilter,
     ItemHistory,
     clip,
