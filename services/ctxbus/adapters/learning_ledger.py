@@ -7,9 +7,12 @@ outcome's time), so they depend on the set of facts, never on the order they arr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import threading
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from ctxbus.adapters.sqlite import open_wal
 from ctxbus.core.learning import TASK, InjectionFact, OutcomeFact
@@ -52,15 +55,33 @@ _APPLIES = """
 """
 
 Key = tuple[str, str]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _serialised(method: Callable[Concatenate[LearningLedger, _P], _R]) -> Callable[Concatenate[LearningLedger, _P], _R]:
+    """One call at a time on the ledger's connection: the learning loops (injections, outcomes) and the gateway's
+    memory routes call it from worker threads, and two threads in one SQLite connection's transaction fail
+    ("cannot start a transaction within a transaction")."""
+
+    @functools.wraps(method)
+    def run(self: LearningLedger, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 class LearningLedger:
     def __init__(self, path: Path) -> None:
         self._db = open_wal(path, _SCHEMA)
+        self._lock = threading.Lock()
 
+    @_serialised
     def close(self) -> None:
         self._db.close()
 
+    @_serialised
     def add_injection(self, fact: InjectionFact) -> set[Key]:
         """Record an injection; returns the items whose counts may have changed: none for a repeat, and none while
         no recorded outcome counts this injection (an injection adds to counts only through outcomes, so the
@@ -83,6 +104,7 @@ class LearningLedger:
         ).fetchone()
         return set(fact.items) if counted else set()
 
+    @_serialised
     def add_outcome(self, fact: OutcomeFact) -> set[Key]:
         """Record an outcome; returns the items it counts for (empty for a repeat)."""
         by_task = int(fact.scope == TASK and bool(fact.task_id))
@@ -109,6 +131,7 @@ class LearningLedger:
         ).fetchall()
         return {(str(p), str(i)) for p, i in rows}
 
+    @_serialised
     def counts(self, keys: Iterable[Key]) -> dict[Key, Feedback]:
         """The feedback of each item (zero counts for an item no outcome counts for)."""
         result: dict[Key, Feedback] = {}
@@ -128,6 +151,7 @@ class LearningLedger:
             )
         return result
 
+    @_serialised
     def injections_of(self, key: Key) -> tuple[int, datetime | None]:
         """How often an item was injected (injections this ledger knows), and when last."""
         count, last = self._db.execute(
@@ -137,6 +161,7 @@ class LearningLedger:
         ).fetchone()
         return int(count), None if last is None else datetime.fromtimestamp(float(last), UTC)
 
+    @_serialised
     def injection_summary(self, project: str | None = None) -> dict[Key, tuple[int, datetime]]:
         """Every injected item (of ``project``, or all) with its injection count and the last one's time."""
         rows = self._db.execute(
@@ -148,6 +173,7 @@ class LearningLedger:
         ).fetchall()
         return {(str(p), str(i)): (int(n), datetime.fromtimestamp(float(t), UTC)) for p, i, n, t in rows}
 
+    @_serialised
     def recent_outcomes(self, project: str | None = None, limit: int = 20) -> list[tuple[OutcomeFact, set[Key]]]:
         """The latest outcomes (newest first, of ``project`` or all) and the items each counts for."""
         rows = self._db.execute(
@@ -175,5 +201,6 @@ class LearningLedger:
             found.append((fact, {(str(p), str(i)) for p, i in items}))
         return found
 
+    @_serialised
     def all_items(self) -> set[Key]:
         return {(str(p), str(i)) for p, i in self._db.execute("SELECT DISTINCT project, item_id FROM injection_items")}
