@@ -50,7 +50,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from ctxbus.bench.text_budget import CUE_WORDS, FRAMES, PATH_LIKE
+from ctxbus.bench.text_budget import CUE_WORDS, FRAMES, KNOWN_WORST_MAKERS, PATH_LIKE, layout
 
 SIZE = 100_000
 BUDGET_S = 0.050
@@ -107,36 +107,6 @@ UNITS = st.one_of(
 )
 
 
-def layout(
-    unit: str,
-    how: str,
-    size: int = SIZE,
-    *,
-    other: str = "x",
-    nesting: tuple[str, str] = ("[", "]"),
-    frame: str = "# a",
-) -> str:
-    """``unit`` laid out to ``size`` characters (see the module docstring)."""
-    if how == "framed":  # a line start that a pattern looks for, a long run, something else
-        text = frame + unit * ((size - len(frame) - len(other)) // len(unit) + 1)
-        return text[: size - len(other)] + other
-    if how == "repeat":
-        text = unit * (size // len(unit) + 1)
-    elif how == "spaced":
-        text = (unit + " ") * (size // (len(unit) + 1) + 1)
-    elif how == "lines":
-        text = (unit + "\n") * (size // (len(unit) + 1) + 1)
-    elif how == "nested":
-        opening, closing = nesting
-        depth = max(1, (size - len(unit)) // (len(opening) + len(closing)))
-        return (opening * depth + unit + closing * depth)[:size]
-    elif how == "tail":
-        text = unit * ((size - len(other)) // len(unit)) + other
-    else:
-        raise ValueError(f"unknown layout {how!r}")
-    return text[:size]
-
-
 Maker = Callable[[int], str]
 
 
@@ -157,34 +127,6 @@ def adversarial_texts(size: int = SIZE) -> st.SearchStrategy[str]:
     return adversarial_makers().map(lambda make: make(size))
 
 
-#: makers of texts known to have been slow somewhere on the request path or on ingest
-KNOWN_WORST_MAKERS: dict[str, Maker] = {
-    "hex blob": lambda n: layout("0123456789abcdef", "repeat", n),
-    "upper case run": lambda n: "A" * n,
-    "underscores": lambda n: "_" * n,
-    "a-a-a-": lambda n: layout("a-", "repeat", n),
-    "a+a+a+": lambda n: layout("a+", "repeat", n),
-    "a.a.a.": lambda n: layout("a.", "repeat", n),
-    "dots after a letter": lambda n: "a" + "." * (n - 1),
-    "./././": lambda n: layout("./", "repeat", n),
-    "a/a/a/": lambda n: layout("a/", "repeat", n),
-    "ab://ab://": lambda n: layout("ab://", "repeat", n),
-    "replace x replace x": lambda n: layout("replace x ", "repeat", n),
-    "move a move a": lambda n: layout("move a ", "repeat", n),
-    "one-letter words": lambda n: layout("a", "spaced", n),
-    "unique words": lambda n: " ".join(f"w{i}x" for i in range(n // 5))[:n],
-    "CJK": lambda n: "漢字" * (n // 2),
-    "lone surrogates": lambda n: "é\ud800" * (n // 2),
-    "alternating combining marks": lambda n: "a" + "\u0368\u0332" * ((n - 1) // 2),
-    "deep JSON": lambda n: layout("1", "nested", n, nesting=('{"a":', "}")),
-    "deep brackets": lambda n: layout("x", "nested", n),
-    "heading of blanks": lambda n: "# " + " " * (n - 3) + "x",
-    "heading of mixed blanks": lambda n: ("# a" + " \t" * (n // 2))[: n - 1] + "x",
-    "domains line of blanks": lambda n: "domains:" + " " * (n - 8),
-    "short lines": lambda n: layout("a", "lines", n),
-    "JSON-ish lines": lambda n: layout("1.", "lines", n),
-    "repeated headings": lambda n: layout("# a\nx", "lines", n),
-}
 #: those texts at SIZE characters
 KNOWN_WORST: dict[str, str] = {name: make(SIZE) for name, make in KNOWN_WORST_MAKERS.items()}
 

@@ -105,8 +105,11 @@ def _unit(rng: random.Random) -> str:
     return "".join(rng.choice(" \t\r\u00a0\u3000") for _ in range(rng.randint(1, 4)))
 
 
-def layout(unit: str, how: str, size: int, *, other: str, nesting: tuple[str, str], frame: str) -> str:
-    """``unit`` laid out to ``size`` characters (as tests/unit/time_budget.py lays it out)."""
+def layout(
+    unit: str, how: str, size: int, *, other: str = "x", nesting: tuple[str, str] = ("[", "]"), frame: str = "# a"
+) -> str:
+    """``unit`` laid out to ``size`` characters: repeated, spaced, one a line, nested, followed by ``other``
+    (tail) or after a line start a pattern looks for (framed). The suite's time-budget tests lay out the same."""
     if how == "framed":
         text = frame + unit * ((size - len(frame) - len(other)) // len(unit) + 1)
         return text[: size - len(other)] + other
@@ -137,27 +140,45 @@ def generated(count: int, size: int, seed: int) -> list[tuple[str, str]]:
     return out
 
 
+#: makers of texts known to have been slow somewhere on the request path or on ingest (the suite's time-budget
+#: tests check each of them scales linearly)
+KNOWN_WORST_MAKERS: dict[str, Callable[[int], str]] = {
+    "hex blob": lambda n: layout("0123456789abcdef", "repeat", n),
+    "upper case run": lambda n: "A" * n,
+    "underscores": lambda n: "_" * n,
+    "a-a-a-": lambda n: layout("a-", "repeat", n),
+    "a+a+a+": lambda n: layout("a+", "repeat", n),
+    "a.a.a.": lambda n: layout("a.", "repeat", n),
+    "dots after a letter": lambda n: "a" + "." * (n - 1),
+    "./././": lambda n: layout("./", "repeat", n),
+    "a/a/a/": lambda n: layout("a/", "repeat", n),
+    "ab://ab://": lambda n: layout("ab://", "repeat", n),
+    "replace x replace x": lambda n: layout("replace x ", "repeat", n),
+    "move a move a": lambda n: layout("move a ", "repeat", n),
+    "one-letter words": lambda n: layout("a", "spaced", n),
+    "unique words": lambda n: " ".join(f"w{i}x" for i in range(n // 5))[:n],
+    "CJK": lambda n: "漢字" * (n // 2),
+    "lone surrogates": lambda n: "é\ud800" * (n // 2),
+    "alternating combining marks": lambda n: "a" + "\u0368\u0332" * ((n - 1) // 2),
+    "deep JSON": lambda n: layout("1", "nested", n, nesting=('{"a":', "}")),
+    "deep brackets": lambda n: layout("x", "nested", n),
+    "heading of blanks": lambda n: "# " + " " * (n - 3) + "x",
+    "heading of mixed blanks": lambda n: ("# a" + " \t" * (n // 2))[: n - 1] + "x",
+    "domains line of blanks": lambda n: "domains:" + " " * (n - 8),
+    "short lines": lambda n: layout("a", "lines", n),
+    "JSON-ish lines": lambda n: layout("1.", "lines", n),
+    "repeated headings": lambda n: layout("# a\nx", "lines", n),
+}
+#: more the benchmark runs (slow once on paths the suite times elsewhere)
+_BENCH_ONLY: dict[str, Callable[[int], str]] = {
+    "blank lines with carriage returns": lambda n: ("\r \n" * n)[:n],
+    "a timeout with many options": lambda n: "timeout " + ("-a " * n)[: n - 8],
+}
+
+
 def known_worst(size: int) -> list[tuple[str, str]]:
-    """The texts known to have been slow somewhere on the request path or on ingest (the suite's list)."""
-    makers: dict[str, Callable[[int], str]] = {
-        "hex blob": lambda n: ("0123456789abcdef" * (n // 16 + 1))[:n],
-        "upper case run": lambda n: "A" * n,
-        "underscores": lambda n: "_" * n,
-        "a.a.a.": lambda n: ("a." * n)[:n],
-        "dots after a letter": lambda n: "a" + "." * (n - 1),
-        "a/a/a/": lambda n: ("a/" * n)[:n],
-        "replace x replace x": lambda n: ("replace x " * n)[:n],
-        "one-letter words": lambda n: ("a " * n)[:n],
-        "unique words": lambda n: " ".join(f"w{i}x" for i in range(n // 5))[:n],
-        "lone surrogates": lambda n: "é\ud800" * (n // 2),
-        "alternating combining marks": lambda n: "a" + "\u0368\u0332" * ((n - 1) // 2),
-        "deep JSON": lambda n: ('{"a":' * (n // 6) + "1" + "}" * (n // 6))[:n],
-        "heading of mixed blanks": lambda n: ("# a" + " \t" * (n // 2))[: n - 1] + "x",
-        "short lines": lambda n: ("a\n" * n)[:n],
-        "blank lines with carriage returns": lambda n: ("\r \n" * n)[:n],
-        "a timeout with many options": lambda n: "timeout " + ("-a " * n)[: n - 8],
-    }
-    return [(name, make(size)) for name, make in makers.items()]
+    """The texts known to have been slow somewhere on the request path or on ingest, at ``size`` characters."""
+    return [(name, make(size)) for name, make in {**KNOWN_WORST_MAKERS, **_BENCH_ONLY}.items()]
 
 
 @dataclass(frozen=True, slots=True)
