@@ -17,7 +17,7 @@ from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
-from ctxbus.cli import memory_view_cmds
+from ctxbus.cli import memory_sync_cmds, memory_view_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.import_report import direct_report, stored_report
 from ctxbus.cli.progress import Progress
@@ -92,6 +92,7 @@ def register(sub: Any) -> None:
     )
     imp.set_defaults(handler=cmd_import)
     memory_view_cmds.register(msub)
+    memory_sync_cmds.register(msub)
 
 
 def parse_file(path: Path, project: str, *, home: Path | None = None) -> ParsedPatterns | ParsedMemories:
