@@ -93,6 +93,10 @@ PINNED: dict[int, tuple[str, str]] = {
         "f924a6b9afebf6fe05c98f62333a8580fe9871f87a94ddfb553b6c0e55c4bbd5",
         "a30d3d0efb7cac3e8d75702ea838878bb4729800b1f01045539bd8e60da8d4b4",
     ),
+    18: (
+        "ac15f42c08e92d32cd1eeb393a7a8621c97f91b9b440070cd578156e0b3a4bb4",
+        "847999d200568e4348ff55ea892ed55880643a0531fd3dba88935b29ef94909a",
+    ),
 }
 
 
