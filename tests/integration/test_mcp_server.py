@@ -71,7 +71,12 @@ UP_TIMEOUT_S = 120.0
 
 def ctxbus(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ctxbus.cli.main", *args], env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "ctxbus.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -141,7 +146,8 @@ async def call_everything(client: Client, env: dict[str, str]) -> dict[str, dict
     answers["remember"] = remembered
 
     task = f"task-{run}"
-    attempt = ctxbus(
+    attempt = await asyncio.to_thread(
+        ctxbus,
         env,
         *("attempt", "record", "--project", PROJECT, "--task", task, "--attempt", "1", "--provider", "gemini"),
         *("--status", "failed", "--updated", "src/auth/token_service.py", "--error", "expiry not checked"),
@@ -208,21 +214,20 @@ async def test_every_tool_over_stdio(stack: tuple[dict[str, str], dict[str, Any]
 @asynccontextmanager
 async def http_server(env: dict[str, str]) -> AsyncIterator[str]:
     """`ctxbus mcp serve --http` on a free port; yields its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxbus.cli.main", "mcp", "serve", "--http", "--port", "0", "--project", PROJECT],
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "ctxbus.cli.main", "mcp", "serve", "--http", "--port", "0", "--project", PROJECT),
         env=env,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stderr is not None
-        line = await asyncio.wait_for(asyncio.to_thread(proc.stderr.readline), 60)
+        line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
         match = re.search(r"http://\S+/mcp", line)
         assert match, line
         yield match.group(0)
     finally:
         proc.terminate()
-        proc.wait(30)
+        await asyncio.wait_for(proc.wait(), 30)
 
 
 async def test_every_tool_over_http_with_the_secret_and_none_without(
