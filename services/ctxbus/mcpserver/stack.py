@@ -267,10 +267,9 @@ class StackClient:
         }
 
     async def forget(self, project: str, ids: Sequence[str], *, note: str | None = None) -> dict[str, Any]:
-        config = self._bus()
         try:
             event = curation_record.curation_event(project, CurationAction.FORGET, ids, note=note, source=PRODUCER)
-            await curation_record.publish(config, self.topics, event, PRODUCER)
+            await curation_record.publish(self._bus(), self.topics, event, PRODUCER)  # bad input first, then the bus
         except curation_record.CurationError as exc:
             raise StackError(str(exc)) from exc
         return {"event_id": str(event.event_id), "project": event.project, "forgotten": list(event.payload.ids)}
@@ -285,13 +284,12 @@ class StackClient:
         notes: str | None = None,
     ) -> dict[str, Any]:
         """An outcome of a task, or of a session (this server's own when neither is named)."""
-        config = self._bus()
         session = session_id or (None if task_id else self.session_id)
         try:
             event = record.outcome_event(
                 project, outcome, session_id=session, task_id=task_id, notes=notes, source=PRODUCER
             )
-            await record.publish(config, self.topics, event, PRODUCER)
+            await record.publish(self._bus(), self.topics, event, PRODUCER)  # bad input first, then the bus
         except record.OutcomeError as exc:
             raise StackError(str(exc)) from exc
         return asdict(record.receipt(event, "bus"))
