@@ -250,3 +250,26 @@ async def test_every_tool_over_http_with_the_secret_and_none_without(
         ):
             answers = await call_everything(client, env)
     await assert_on_the_bus(runtime, answers)
+
+
+async def test_with_no_stack_the_stdio_server_answers_every_tool_with_an_error_and_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXBUS_")}
+    env["CTXBUS_DATA_DIR"] = str(tmp_path / "data")  # no `ctxbus up` here
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ctxbus.cli.main", "mcp", "--project", PROJECT], env=env
+    )
+    async with Client(params) as client:
+        for name in TOOL_NAMES:
+            arguments = {
+                "prime_context": {"task_type": "feature"},
+                "search_memory": {"query": "token expiry"},
+                "remember": {"content": "Rotate refresh tokens."},
+                "forget": {"ids": ["w-expiry"]},
+                "record_outcome": {"outcome": "failed"},
+                "precontext": {"task_id": "t-1"},
+            }[name]
+            result = await client.call_tool(name, arguments)
+            assert result.is_error and "start the stack with `ctxbus up`" in result.content[0].text  # type: ignore[union-attr]
+        assert len((await client.list_tools()).tools) == len(TOOL_NAMES)  # still serving

@@ -258,13 +258,19 @@ class StackClient:
             raise StackError(f"cannot reach the ctxbus bus at {config.bootstrap_servers}: {exc}") from exc
         answer = replies.answers.get(str(event.event_id))
         results = [r.model_dump(mode="json") for r in answer.payload.results] if answer is not None else []
-        return {
+        done: dict[str, Any] = {
             "id": item.id,
             "project": item.project,
             "event_id": str(event.event_id),
             "stored": answered,
             "results": results,
         }
+        if not answered:
+            done["note"] = (
+                f"the store's owner did not answer within {self.timeout_s:g} s: the item is on the bus and lands when "
+                "the stack catches up (`ctxbus status`)"
+            )
+        return done
 
     async def forget(self, project: str, ids: Sequence[str], *, note: str | None = None) -> dict[str, Any]:
         try:
