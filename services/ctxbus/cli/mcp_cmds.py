@@ -171,6 +171,9 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(_diff(path, current, after) or f"{path}: no ctxbus MCP server; nothing would change")
         return 0
+    if after == current and record is None:
+        print(f"{path} has no ctxbus MCP server; nothing changed")
+        return 0
     if after is None:
         path.unlink()
     elif after != current:

@@ -135,3 +135,11 @@ def test_the_entry_runs_this_installation_unless_portable() -> None:
     mine = mcp_cmds.entry(False, None)
     assert Path(mine["command"]).is_absolute() and mine["args"][-1] == "mcp"
     assert mcp_cmds.entry(True, None) == {"command": "ctxbus", "args": ["mcp"]}
+
+
+def test_uninstall_leaves_a_file_without_ctxbus_alone(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = repo / ".mcp.json"
+    path.write_text(ODD)
+    assert mcp_cmds.cmd_uninstall(args()) == 0
+    assert path.read_text() == ODD
+    assert "has no ctxbus MCP server; nothing changed" in capsys.readouterr().out
