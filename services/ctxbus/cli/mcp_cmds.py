@@ -138,7 +138,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(_diff(path, before, after) or f"{path}: ctxbus's MCP server is installed already; nothing would change")
         return 0
-    if after == before or after is None:
+    if after == before:
         print(f"ctxbus's MCP server is already in {path}; nothing changed")
         return 0
     data_dir = Settings().data_dir

@@ -152,9 +152,9 @@ def parse(text: str | None, where: str) -> dict[str, Any]:
     return data
 
 
-def with_server(text: str | None, entry: dict[str, Any], *, name: str = NAME, where: str = ".mcp.json") -> str | None:
-    """The file's text with ``name``'s entry set to ``entry`` (None: no file and nothing to write is impossible: a
-    missing file gets a new one); the same text when the entry is there already."""
+def with_server(text: str | None, entry: dict[str, Any], *, name: str = NAME, where: str = ".mcp.json") -> str:
+    """The file's text (None: there is no file, and a new one is made) with ``name``'s entry set to ``entry``; the
+    same text when the entry is there already."""
     data = parse(text, where)
     if data.get(SERVERS, {}).get(name) == entry and text is not None:
         return text
