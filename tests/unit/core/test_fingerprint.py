@@ -52,6 +52,7 @@ def fp(**kwargs: object) -> ContextFingerprint:
         "items": ITEMS,
         "mentioned_files": FILES,
         "context_tokens": 1500,
+        "task_id": "t1",
     }
     args.update(kwargs)
     return fingerprint(**args)  # type: ignore[arg-type]
