@@ -93,6 +93,10 @@ PINNED: dict[int, tuple[str, str]] = {
         "f924a6b9afebf6fe05c98f62333a8580fe9871f87a94ddfb553b6c0e55c4bbd5",
         "a30d3d0efb7cac3e8d75702ea838878bb4729800b1f01045539bd8e60da8d4b4",
     ),
+    18: (
+        "a1baa6cec840b8cfaec87e29e748ddc47fcc1d6987117ae95fd0e7ae4625e964",
+        "e4acb9cb0007eacf5c2fb07065376d90ca87e095dd0e5d0dcfb0c2a5130c363e",
+    ),
 }
 
 
