@@ -322,6 +322,7 @@ async def run_gateway(
     """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
+    from ctxbus.gateway.fallback_shipper import FallbackShipper  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
@@ -351,8 +352,21 @@ async def run_gateway(
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
+        # fallback answers (the pattern file's, the client's and this gateway's) reach the bus once it takes them
+        shipper = FallbackShipper(settings.data_dir, topics, publisher)
         gateway = HookGateway(
-            settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm, memory=memory
+            settings.hook,
+            topics,
+            publisher,
+            router,
+            metrics,
+            library,
+            outcomes,
+            patterns,
+            warm,
+            memory=memory,
+            data_dir=settings.data_dir,
+            on_spooled=shipper.wake,
         )
         server = HttpServer(
             admission.wrap(gateway.handle),
@@ -366,11 +380,14 @@ async def run_gateway(
         admission.port = port
         log.info("gateway_listening", host=settings.gateway.host, port=port, unix_socket=server.unix_path)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
+        shipping = asyncio.create_task(shipper.run(stop))
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
+            shipping.cancel()
+            await asyncio.gather(shipping, return_exceptions=True)
             metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()

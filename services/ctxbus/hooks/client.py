@@ -111,23 +111,69 @@ def site_packages() -> None:
         site.main()
 
 
-def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> str:
-    """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach)."""
+def fallback_context(hook_input: dict[str, Any], env: dict[str, str], event: str = "", why: str = "") -> str:
+    """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach). With the hook
+    ``event``, the answer is also spooled for the bus (``ctxbus.hooks.spool``), which the gateway ships when
+    it is back: the dashboard counts it then."""
     from pathlib import Path  # noqa: PLC0415
 
     site_packages()
 
-    from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, context_for_cwd  # noqa: PLC0415
+    from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, answer_for_cwd  # noqa: PLC0415
 
     raw_cwd = hook_input.get("cwd")
     explicit = env.get("CTXBUS_HOOK_MIN_CONFIDENCE")
-    return context_for_cwd(
+    threshold = _float(explicit, 0.0) if explicit else None
+    answer = answer_for_cwd(
         raw_cwd if isinstance(raw_cwd, str) else None,
         max_patterns=_int(env.get("CTXBUS_HOOK_MAX_PATTERNS"), DEFAULT_MAX_PATTERNS),
-        min_confidence=_float(explicit, 0.0) if explicit else None,
+        min_confidence=threshold,
         patterns_file=env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json",
         home=Path.home(),
     )
+    context = answer["patterns_context"][:MAX_CONTEXT_CHARS]
+    if event:
+        try:
+            spool_answer(
+                hook_input, env, event, why, context, answer["pattern_count"], answer["retrieval_ms"], threshold
+            )
+        except (OSError, ValueError) as exc:  # the hook answers all the same
+            log(env, "fallback_spool_failed", hook=event, error=repr(exc))
+    return context
+
+
+def spool_answer(
+    hook_input: dict[str, Any],
+    env: dict[str, str],
+    event: str,
+    why: str,
+    context: str,
+    pattern_count: int,
+    retrieval_ms: int,
+    threshold: float | None,
+) -> None:
+    """Record a fallback answer for the bus, under the project the gateway would have given it."""
+    from ctxbus.hooks import spool  # noqa: PLC0415
+    from ctxbus.hooks.project import project_for, shorten_project  # noqa: PLC0415
+    from ctxbus.hooks.requests import session_of  # noqa: PLC0415
+
+    named = env.get("CTXBUS_PROJECT", "").strip()
+    raw_cwd = hook_input.get("cwd")
+    cwd = raw_cwd if isinstance(raw_cwd, str) and os.path.isabs(raw_cwd) else os.getcwd()
+    project = shorten_project(named) if named else project_for(cwd, env={})
+    entry = spool.fallback_record(
+        project=project,
+        session_id=session_of(hook_input),
+        hook_event=event,
+        source=spool.CLIENT_FILE,
+        why=why,
+        context=context,
+        pattern_count=pattern_count,
+        retrieval_ms=retrieval_ms,
+        min_confidence=threshold,
+    )
+    if spool.record(data_dir(env), entry) is None:
+        log(env, "fallback_spool_full", hook=event, limit=spool.MAX_SPOOLED)
 
 
 def _int(value: str | None, default: int) -> int:
@@ -188,9 +234,11 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
         emitter.emit_raw(answer)
         return
     except GatewayRefused as exc:
-        log(env, "gateway_refused", hook=slug, status=exc.status, error=exc.detail)
+        why = "gateway_refused"
+        log(env, why, hook=slug, status=exc.status, error=exc.detail)
     except (OSError, ValueError) as exc:
-        log(env, "gateway_unreachable", hook=slug, error=repr(exc), ms=round((time.monotonic() - started) * 1000))
+        why = "gateway_unreachable"
+        log(env, why, hook=slug, error=repr(exc), ms=round((time.monotonic() - started) * 1000))
     if event not in CONTEXT_EVENTS:
         emitter.emit({})
         return
@@ -201,7 +249,7 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
         emitter.emit_raw(empty_output(event))
         return
     try:
-        context = fallback_context(hook_input, env)
+        context = fallback_context(hook_input, env, event, why)
     except Exception as exc:  # the hook must answer whatever the fallback does
         log(env, "fallback_failed", hook=slug, error=repr(exc))
         context = ""
