@@ -324,12 +324,23 @@ def test_register_adds_the_gap_command() -> None:
     assert args.detect_only and args.timeout == 3.0 and args.project is None
 
 
-def test_without_a_broker_the_cli_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("restore_logging")
+def test_without_a_broker_the_cli_fills_the_gap_from_the_states_own_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25 (seed 000: the memory store is optional): no broker used to be exit 1 and nothing injected."""
     monkeypatch.setenv("CTXBUS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("CTXBUS_KAFKA_BOOTSTRAP_SERVERS", raising=False)
-    with pytest.raises(CliError, match="no broker to connect to") as err:
-        cmd_gap(gap_args(SAMPLE))
-    assert err.value.code == 1
+    out = tmp_path / "state.json"
+    assert cmd_gap(gap_args(SAMPLE, output=out)) == 0
+    state = json.loads(out.read_text())
+    written = state["injected_context"]
+    assert written["context"].startswith("# Context from the agent state\n") and written["item_ids"] == []
+    assert written["correlation_id"] is None and written["source_counts"]["memory"] == 0
+    assert sum(written["source_counts"].values()) >= 1
+    (entry,) = state["injection_log"]
+    assert entry["memory_empty_reason"] == "no_broker" and entry["empty_reason"] is None
+    assert "from the state only (memory: no_broker)" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("restore_logging")
