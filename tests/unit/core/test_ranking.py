@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ctxbus.core.ranking import (
+    OUTCOME_WEIGHTS,
     DEFAULT_HALF_LIFE_DAYS,
     NEUTRAL_DOMAIN,
     PARTS,
@@ -16,6 +17,7 @@ from ctxbus.core.ranking import (
     RankedHit,
     RankingWeights,
     domain_match,
+    outcome_weight,
     rank,
     recency,
     score_hit,
@@ -273,3 +275,14 @@ def test_a_pinned_item_gets_the_fixed_boost_and_survives_the_score_cut_but_not_t
     # a score cut above both keeps only the pinned one; a relevance cut above both keeps neither
     assert [r.item.id for r in rank(hits, domain=None, now=NOW, min_score=0.99)] == ["b"]
     assert rank(hits, domain=None, now=NOW, min_similarity=0.7) == []
+
+
+def test_every_outcome_weight_is_one_a_learning_gets() -> None:
+    """Issue 25: nothing carried that nothing reads. A failed learning is a warning at full strength (seed 001
+    REQ-021.5), so seed 001's 0.3 for failures was never applied: the table holds only weights in use."""
+    for outcome, weight in OUTCOME_WEIGHTS.items():
+        learning = MemoryItem.model_validate(
+            {"id": "l", "project": "p", "kind": "learning", "content": "c", "outcome": outcome.value}
+            | {"created_at": NOW, "updated_at": NOW}
+        )
+        assert outcome_weight(learning) == weight, outcome
