@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ctxbus.core.ranking import (
-    OUTCOME_WEIGHTS,
     DEFAULT_HALF_LIFE_DAYS,
     NEUTRAL_DOMAIN,
+    OUTCOME_WEIGHTS,
     PARTS,
     PIN_BOOST,
     RankedHit,
