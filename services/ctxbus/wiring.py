@@ -57,11 +57,18 @@ class Resources:
     curation: CurationLedger | None = None
     #: embeds a request's query ahead of the retriever of this process (set when it runs here; see the gateway)
     warm: Callable[[RetrievalRequested], None] | None = None
+    #: forgets an ended session's task classifications in the retriever of this process (set when it runs here)
+    forget: Callable[[str], int] | None = None
 
     def warm_query(self, request: RetrievalRequested) -> None:
         """The retriever's ``warm`` when a retriever runs in this process; nothing otherwise."""
         if self.warm is not None:
             self.warm(request)
+
+    def session_ended(self, session_id: str) -> None:
+        """The retriever's ``forget_session`` when a retriever runs in this process; nothing otherwise."""
+        if self.forget is not None:
+            self.forget(session_id)
 
     def close(self) -> None:
         if self.ledger is not None:
@@ -110,6 +117,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
         queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
         retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         res.warm = retriever.warm
+        res.forget = retriever.forget_session
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
@@ -367,6 +375,7 @@ async def run_gateway(
             memory=memory,
             data_dir=settings.data_dir,
             on_spooled=shipper.wake,
+            session_ended=resources.session_ended if resources is not None else None,
         )
         server = HttpServer(
             admission.wrap(gateway.handle),

@@ -68,11 +68,14 @@ class HookGateway:
         memory: MemoryRoutes | None = None,
         data_dir: Path | None = None,
         on_spooled: Callable[[], None] | None = None,
+        session_ended: Callable[[str], None] | None = None,
     ) -> None:
         """``warm``: embeds a request's query ahead of the retriever (blocking; run in a worker thread while the
         request is published and crosses the bus), when the retriever runs in this process. ``data_dir``: where
         a fallback answer is spooled for the bus (``ctxbus.hooks.spool``; None: not recorded), ``on_spooled``
-        tells the shipper one was."""
+        tells the shipper one was. ``session_ended``: told a SessionEnd's session (the retriever of this process
+        forgets its task classifications)."""
+        self._session_ended = session_ended
         self._data_dir = data_dir
         self._on_spooled = on_spooled
         self._warm = warm
@@ -273,6 +276,8 @@ class HookGateway:
             log.exception("outcome_inference_failed", hook_event=event)
 
     async def _outcome(self, event: str, hook_input: dict[str, Any], budget_s: float) -> str:
+        if event == "SessionEnd" and self._session_ended is not None:
+            self._session_ended(session_of(hook_input))
         if self._outcomes is not None:
             if event == "Stop":
                 return await self._outcomes.stop(hook_input, budget_s)
