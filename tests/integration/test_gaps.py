@@ -423,6 +423,7 @@ def test_a_target_holding_something_else_is_replaced_and_says_so() -> None:
             "context_chars": 3,
             "token_estimate": 1,
             "item_ids": ["x"],
+            "injection_target": gap.target,
         }
     )
     event = Envelope.root(payload, project="acme/web", session_id="s", producer="test", correlation_id=uuid.uuid4())
@@ -432,3 +433,28 @@ def test_a_target_holding_something_else_is_replaced_and_says_so() -> None:
     assert (entry["duration_ms"], entry["bytes"], entry["gap_id"]) == (12.5, len(composed.text), gap.gap_id)
     assert state["injection_log"] == [entry] and entry["at"] == "2024-06-03T00:00:00+00:00"
     assert raw["injected_context"] == "old notes"
+
+
+def test_the_context_goes_where_the_injection_says() -> None:
+    """Issue 25: ``injection_target`` travelled on the injected event and nothing read it; the writer does."""
+    gap = sample_gap()
+    payload = ContextInjected.model_validate(
+        {
+            "context_source": "rag_query",
+            "pattern_count": 1,
+            "context_size_bytes": 3,
+            "retrieval_duration_ms": 1,
+            "agent_name": "dev",
+            "trigger": "gap",
+            "context": "new",
+            "context_chars": 3,
+            "token_estimate": 1,
+            "item_ids": ["x"],
+            "injection_target": "handoff_context",
+        }
+    )
+    event = Envelope.root(payload, project="acme/web", session_id="s", producer="test")
+    composed = compose("new", (), max_chars=100, max_tokens=100, count_tokens=len, memory_items=1)
+    state, entry = apply_injection(sample(), gap, event, composed, datetime(2024, 6, 3, tzinfo=UTC), 1.0)
+    assert gap.target == "injected_context" and "injected_context" not in state
+    assert state["handoff_context"]["context"] == "# Context from memory\nnew" and entry["target"] == "handoff_context"

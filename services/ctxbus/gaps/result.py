@@ -72,13 +72,16 @@ def apply_injection(
     now: datetime,
     duration_ms: float,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A copy of ``raw`` with the composed context written into the gap's target (merged into a mapping
+    """A copy of ``raw`` with the composed context written into the injection's target (``injection_target``, the
+    request's as the injector echoes it; the gap's when memory was not asked) (merged into a mapping
     already there, so a handoff's other keys survive) and the log entry appended; and the entry.
     An empty context writes nothing but the log entry. ``injected`` None: memory was not asked (no broker),
     the context is the state's own."""
     item_ids: tuple[str, ...] = injected.payload.item_ids if injected is not None else ()
     memory_empty = injected.payload.empty_reason if injected is not None else NO_BROKER
     correlation = str(injected.correlation_id) if injected is not None else None
+    # where the context goes: the injection's own target (the request's, echoed by the injector), else the gap's
+    target = injected.payload.injection_target if injected is not None else gap.target
     state = copy.deepcopy(dict(raw))
     text = composed.text
     entry: dict[str, Any] = {
@@ -90,7 +93,7 @@ def apply_injection(
         "reasons": [r.value for r in gap.reasons],
         "confidence": round(gap.confidence, 4),
         "correlation_id": correlation,
-        "target": gap.target,
+        "target": target,
         "item_ids": list(item_ids),
         "sources": composed.counts(),
         "chars": len(text),
@@ -111,9 +114,9 @@ def apply_injection(
             "correlation_id": correlation,
             "injected_at": now.isoformat(),
         }
-        existing = state.get(gap.target)
+        existing = state.get(target)
         entry["replaced"] = existing is not None and not isinstance(existing, Mapping)
-        state[gap.target] = {**existing, **written} if isinstance(existing, Mapping) else written
+        state[target] = {**existing, **written} if isinstance(existing, Mapping) else written
     previous = state.get(INJECTION_LOG_KEY)
     state[INJECTION_LOG_KEY] = [*previous, entry] if isinstance(previous, list) else [entry]
     return state, entry
