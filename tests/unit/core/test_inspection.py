@@ -92,3 +92,16 @@ def test_the_store_keeps_the_latest_chains_only() -> None:
     assert store.get(str(chains[0][0].correlation_id)) is None
     latest = store.get(str(chains[2][0].correlation_id))
     assert latest is not None and latest["missing"] == []
+
+
+def test_the_injection_says_its_source_confidence_floor_and_fingerprint() -> None:
+    """Issue 25: ``min_confidence_threshold`` was only echoed; the inspector (dashboard, ``replay
+    --correlation-id``) shows it, with the source and the injected context's fingerprint."""
+    done, injected = chain()
+    payload = injected.payload.model_copy(
+        update={"min_confidence_threshold": 0.5, "fingerprint": "0123abcd", "context_source": ContextSource.NONE}
+    )
+    doc = inspect_chain(str(done.correlation_id), done, injected.model_copy(update={"payload": payload}))
+    part = doc["injection"]
+    assert (part["min_confidence"], part["fingerprint"], part["source"]) == (0.5, "0123abcd", "none")
+    assert "source none, min confidence 0.50, fingerprint 0123abcd" in render_text(doc)
