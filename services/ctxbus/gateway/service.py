@@ -37,7 +37,8 @@ from ctxbus.gateway.memory_routes import MemoryRoutes
 from ctxbus.gateway.outcomes import OutcomeTracker
 from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback, spool
-from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
+from ctxbus.hooks.client import session_of
+from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for
 from ctxbus.observability import Metrics
 from ctxbus.settings import HookSettings
 

@@ -111,10 +111,19 @@ def site_packages() -> None:
         site.main()
 
 
-def fallback_context(hook_input: dict[str, Any], env: dict[str, str], event: str = "", why: str = "") -> str:
-    """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach). With the hook
-    ``event``, the answer is also spooled for the bus (``ctxbus.hooks.spool``), which the gateway ships when
-    it is back: the dashboard counts it then."""
+#: the session of a hook input that names none (the gateway's too: ``ctxbus.hooks.requests``)
+UNKNOWN_SESSION = "unknown-session"
+
+
+def session_of(hook_input: dict[str, Any]) -> str:
+    """The hook input's session id (stripped, at most 500 characters), else UNKNOWN_SESSION."""
+    session = hook_input.get("session_id")
+    return session.strip()[:500] if isinstance(session, str) and session.strip() else UNKNOWN_SESSION
+
+
+def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach): the context,
+    and what ``spool_answer`` records of it (count, timing, the confidence floor it was read with)."""
     from pathlib import Path  # noqa: PLC0415
 
     site_packages()
@@ -131,15 +140,8 @@ def fallback_context(hook_input: dict[str, Any], env: dict[str, str], event: str
         patterns_file=env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json",
         home=Path.home(),
     )
-    context = answer["patterns_context"][:MAX_CONTEXT_CHARS]
-    if event:
-        try:
-            spool_answer(
-                hook_input, env, event, why, context, answer["pattern_count"], answer["retrieval_ms"], threshold
-            )
-        except (OSError, ValueError) as exc:  # the hook answers all the same
-            log(env, "fallback_spool_failed", hook=event, error=repr(exc))
-    return context
+    facts = {"pattern_count": answer["pattern_count"], "retrieval_ms": answer["retrieval_ms"], "threshold": threshold}
+    return answer["patterns_context"][:MAX_CONTEXT_CHARS], facts
 
 
 def spool_answer(
@@ -148,14 +150,15 @@ def spool_answer(
     event: str,
     why: str,
     context: str,
+    *,
     pattern_count: int,
     retrieval_ms: int,
     threshold: float | None,
 ) -> None:
-    """Record a fallback answer for the bus, under the project the gateway would have given it."""
+    """Record a fallback answer for the bus (``ctxbus.hooks.spool``; the gateway ships it when it is back, and the
+    dashboard counts it then), under the project the gateway would have given it."""
     from ctxbus.hooks import spool  # noqa: PLC0415
     from ctxbus.hooks.project import project_for, shorten_project  # noqa: PLC0415
-    from ctxbus.hooks.requests import session_of  # noqa: PLC0415
 
     named = env.get("CTXBUS_PROJECT", "").strip()
     raw_cwd = hook_input.get("cwd")
@@ -248,13 +251,19 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
         log(env, "hook_input_invalid", hook=slug, error=str(exc), bytes=len(stdin))
         emitter.emit_raw(empty_output(event))
         return
+    facts: dict[str, Any] | None = None
     try:
-        context = fallback_context(hook_input, env, event, why)
+        context, facts = fallback_context(hook_input, env)
     except Exception as exc:  # the hook must answer whatever the fallback does
         log(env, "fallback_failed", hook=slug, error=repr(exc))
         context = ""
     log(env, "fallback_answered", hook=slug, chars=len(context))
-    emitter.emit(output_for(event, context))
+    emitter.emit(output_for(event, context))  # the answer first; then it is recorded for the bus
+    if facts is not None:
+        try:
+            spool_answer(hook_input, env, event, why, context, **facts)
+        except (OSError, ValueError) as exc:  # the hook has answered all the same
+            log(env, "fallback_spool_failed", hook=slug, error=repr(exc))
 
 
 def main(argv: list[str]) -> int:

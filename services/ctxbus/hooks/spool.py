@@ -95,7 +95,7 @@ def record(data_dir: str, entry: dict[str, Any]) -> str | None:
     make_private_dirs(directory)
     if sum(1 for n in _names(directory) if n.endswith((READY, CLAIMED))) >= MAX_SPOOLED:
         return None
-    name = f"{int(entry['at'] * 1000):015d}-{entry['id']}"
+    name = f"{time.time_ns():020d}-{entry['id']}"  # oldest first, by when it was written
     tmp = os.path.join(directory, f".{name}.tmp")
     path = os.path.join(directory, name + READY)
     with open(tmp, "w", encoding="utf-8") as fh:
