@@ -357,6 +357,8 @@ async def run_gateway(
             state_dir=settings.data_dir / "pattern-sync",
             patterns_file=settings.hook.patterns_file,
             home=Path.home(),
+            # the staleness check reads the project's items where the store's owner runs in this process
+            items_of=resources.store.items if resources is not None and resources.store is not None else None,
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None

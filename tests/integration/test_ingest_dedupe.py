@@ -224,3 +224,35 @@ def test_clusters_do_not_chain(store: VectorStore) -> None:
     later = ingest([mem("c", "gamma note")], geometry, store)  # type: ignore[arg-type]
     # b restates a; c restates b but not a: c is not pulled into a's cluster through b
     assert [r.cluster_id for r in (*report.results, *later.results)] == ["a", "a", "c"]
+
+
+def captured(item_id: str, content: str, session: str) -> MemoryItem:
+    from ctxbus.memory.model import CAPTURED_SOURCE, FileRef, Provenance
+
+    return mem(
+        item_id,
+        content,
+        source=CAPTURED_SOURCE,
+        confidence=0.35,
+        provenance=Provenance(session_id=session, hook_event="Stop", transcript_start=0, transcript_end=10),
+        files=(FileRef(path="app/auth/reset.py", sha256="0" * 64),),
+    )
+
+
+def test_a_lesson_captured_again_strengthens_the_item_it_repeats(
+    store: VectorStore, embedder: OnnxMiniLmEmbedder
+) -> None:
+    lesson = "TokenExpired in tests/test_reset.py: fixed in app/auth/reset.py (expiry compared in UTC)."
+    ingest([captured("cap-1", lesson, "s1")], embedder, store)
+    ingest([captured("cap-1", lesson, "s1")], embedder, store)  # the same session again (Stop, then SessionEnd)
+    (once,) = store.get("acme", ["cap-1"])
+    assert once.occurrences == 1
+    report = ingest([captured("cap-1", lesson, "s2")], embedder, store)  # the same id from another session
+    assert actions(report) == [("cap-1", "replaced", None)]
+    report = ingest([captured("cap-9", "  " + lesson.upper(), "s3")], embedder, store)  # worded the same, other id
+    assert actions(report) == [("cap-9", "merged", "cap-1")]
+    (kept,) = store.get("acme", ["cap-1"])
+    assert store.count("acme") == 1
+    assert kept.occurrences == 3 and kept.confidence > 0.35
+    assert kept.provenance is not None and kept.provenance.session_id == "s1"
+    assert kept.files[0].path == "app/auth/reset.py"

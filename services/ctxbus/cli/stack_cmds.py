@@ -83,18 +83,7 @@ def register(sub: Any) -> None:
     )
     ret.add_argument("--scale", type=int, default=10_000, help="memories in the store for the speed figures")
     ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
-    ret.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="fit the relevance floor on the labelled set and judge the fit on prompts it was not fitted on "
-        "(5-fold, per recall budget, nested, halves; no speed run)",
-    )
-    ret.add_argument(
-        "--store-sizes",
-        action="store_true",
-        help="abstention at every store size (5 to 2,000 memories; teams' conventions and labelled subsets): "
-        "false rejection and false injection per size, fit and held-out stores apart (no speed run)",
-    )
+    _retrieval_modes(ret)
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
     ded = bsub.add_parser("dedupe", help="near-copy clustering threshold: precision and recall on labelled pairs")
@@ -222,6 +211,28 @@ def cmd_bench_precontext(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retrieval_modes(ret: argparse.ArgumentParser) -> None:
+    """The modes of ``ctxbus bench retrieval`` other than its default quality and speed run."""
+    ret.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the relevance floor on the labelled set and judge the fit on prompts it was not fitted on "
+        "(5-fold, per recall budget, nested, halves; no speed run)",
+    )
+    ret.add_argument(
+        "--store-sizes",
+        action="store_true",
+        help="abstention at every store size (5 to 2,000 memories; teams' conventions and labelled subsets): "
+        "false rejection and false injection per size, fit and held-out stores apart (no speed run)",
+    )
+    ret.add_argument(
+        "--separation",
+        action="store_true",
+        help="how well the embedder's cosine alone tells on-topic from null prompts in the teams' convention "
+        "stores: top-1, best-cosine quantiles, AUC, the best single cut, query latency (seconds; no speed run)",
+    )
+
+
 def cmd_bench_classify(args: argparse.Namespace) -> int:
     from ctxbus.bench import classify  # noqa: PLC0415
 
@@ -239,6 +250,11 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
         from ctxbus.bench import abstain_calibration, retrieval_calibrate  # noqa: PLC0415
 
         emit(args, retrieval_calibrate.run_calibration(log=log), abstain_calibration.print_report)
+        return 0
+    if args.separation:
+        from ctxbus.bench import separation  # noqa: PLC0415
+
+        emit(args, separation.run(log=log), separation.print_report)
         return 0
     if args.store_sizes:
         from ctxbus.bench import store_sizes  # noqa: PLC0415

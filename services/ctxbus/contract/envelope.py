@@ -80,7 +80,7 @@ CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.CONTEXT_INJECTED: 4,
     EventType.OUTCOME_RECORDED: 1,
     EventType.ATTEMPT_RECORDED: 2,
-    EventType.MEMORY_UPSERTED: 2,
+    EventType.MEMORY_UPSERTED: 3,
     EventType.MEMORY_STORED: 1,
     EventType.MEMORY_CURATED: 1,
 }

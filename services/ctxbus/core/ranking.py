@@ -33,6 +33,7 @@ from datetime import datetime
 from ctxbus.core.fusion import RRF_K
 from ctxbus.core.learning import with_learning
 from ctxbus.core.sections import is_cautionary
+from ctxbus.core.staleness import STALE_WEIGHT
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
@@ -188,12 +189,15 @@ def score_hit(
     }
     factor = outcome_weight(hit.item)
     boost = PIN_BOOST if hit.item.pinned else 0.0
-    total = sum(w[name] * value for name, value in parts.items()) * factor + boost
+    # a file it names was deleted or rewritten past recognition (core.staleness): down-weighted, never dropped
+    stale = STALE_WEIGHT if hit.item.stale else 1.0
+    total = sum(w[name] * value for name, value in parts.items()) * factor * stale + boost
     breakdown = {
         **parts,
         **{f"weight_{k}": v for k, v in w.items()},
         "outcome_weight": factor,
         "pin_boost": boost,
+        "stale_weight": stale,
         "as_warning": float(is_cautionary(hit.item)),
         "learned_shift": hit.item.confidence - base_conviction,
         "outcomes": float(hit.item.feedback.uses),

@@ -32,6 +32,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from ctxbus.memory.consolidate import consolidated, is_repeat, merged_files, repeat_confidence
 from ctxbus.memory.model import MemoryItem
 from ctxbus.memory.near_copies import DEFAULT_NEAR_DUPLICATE, near_duplicates
 from ctxbus.ports import Embedder, SearchMode, SearchQuery, Vector, VectorStore
@@ -103,14 +104,18 @@ class IngestReport:
 
 
 def merged_item(existing: MemoryItem, incoming: MemoryItem) -> MemoryItem:
-    """``existing`` updated by an exact duplicate ``incoming``: newer wording, stronger scores, all labels."""
+    """``existing`` updated by an exact duplicate ``incoming``: newer wording, stronger scores, all labels; a
+    captured lesson captured again in another session counts one more occurrence (:mod:`ctxbus.memory.consolidate`)."""
+    repeat = is_repeat(existing, incoming)
     return existing.model_copy(
         update={
             "title": incoming.title or existing.title,
             "content": incoming.content,
             "domains": tuple(dict.fromkeys((*existing.domains, *incoming.domains))),
             "tags": tuple(dict.fromkeys((*existing.tags, *incoming.tags))),
-            "confidence": max(existing.confidence, incoming.confidence),
+            "confidence": repeat_confidence(existing, incoming)
+            if repeat
+            else max(existing.confidence, incoming.confidence),
             "importance": max(existing.importance, incoming.importance),
             "usage_count": max(existing.usage_count, incoming.usage_count),
             "success_rate": incoming.success_rate if incoming.success_rate is not None else existing.success_rate,
@@ -122,6 +127,11 @@ def merged_item(existing: MemoryItem, incoming: MemoryItem) -> MemoryItem:
             "mitigation": incoming.mitigation or existing.mitigation,
             "supersedes": tuple(dict.fromkeys((*existing.supersedes, *incoming.supersedes))),
             "updated_at": max(existing.updated_at, incoming.updated_at),
+            "occurrences": existing.occurrences + incoming.occurrences if repeat else existing.occurrences,
+            "files": merged_files(existing.files, incoming.files),
+            "provenance": existing.provenance or incoming.provenance,
+            "stale": incoming.stale,
+            "stale_since": incoming.stale_since,
         }
     )
 
@@ -232,7 +242,7 @@ class _Ingest:
         previous = self.batch.items.get(key) or next(iter(self.store.get(incoming.project, [incoming.id])), None)
         # what outcomes taught about an item stays when it is re-imported (feedback is learned, never imported);
         # the cluster is ingestion's to assign, whatever the input says
-        item = incoming.model_copy(
+        item = (consolidated(previous, incoming) if previous else incoming).model_copy(
             update={
                 "feedback": previous.feedback if previous else incoming.feedback,
                 "pinned": previous.pinned if previous else incoming.pinned,  # a person's pin outlives re-imports

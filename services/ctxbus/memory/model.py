@@ -21,6 +21,10 @@ _POINT_NAMESPACE = uuid.UUID("6f0c1e9a-5d1c-4c53-9a57-2f1f3c6b8e10")
 
 #: Longest content accepted for one memory item, in characters.
 MAX_CONTENT_CHARS = 20_000
+#: The ``source`` of items ctxbus captured from sessions itself (see ctxbus.capture)
+CAPTURED_SOURCE = "captured"
+#: Most files one item names
+MAX_FILES = 100
 
 ProjectName = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 ItemId = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
@@ -81,6 +85,32 @@ class Feedback(BaseModel):
     failures: int = Field(default=0, ge=0)
 
 
+class FileRef(BaseModel):
+    """A file an item names, with its content hash (or commit) when the item was stored: what staleness checks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1, max_length=1000)
+    #: hex sha256 of the file's bytes when stored; None: not known (the file was not readable)
+    sha256: str | None = Field(default=None, max_length=64)
+    #: the commit the file was read at, when known
+    commit: str | None = Field(default=None, max_length=64)
+
+
+class Provenance(BaseModel):
+    """Where a captured item came from: the session, the hook event that read it, the transcript's byte offsets of
+    the entries it rests on, the rule that produced it, and when."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str = Field(min_length=1, max_length=500)
+    hook_event: str = Field(default="", max_length=100)
+    transcript_start: int | None = Field(default=None, ge=0)
+    transcript_end: int | None = Field(default=None, ge=0)
+    rule: str = Field(default="", max_length=100)
+    captured_at: AwareDatetime | None = None
+
+
 class MemoryItem(BaseModel):
     """One thing ctxbus can inject: a pattern, principle, learning, warning, decision ..."""
 
@@ -113,6 +143,16 @@ class MemoryItem(BaseModel):
     supersedes: tuple[str, ...] = Field(default=(), max_length=50)
     #: set on an item another one replaced (it stays stored for history, never retrieved)
     superseded_by: str | None = Field(default=None, max_length=200)
+    #: captured items: the session, hook event, transcript offsets and rule they came from (None: imported)
+    provenance: Provenance | None = None
+    #: files the item names, with their content hash or commit when stored (staleness reads them)
+    files: tuple[FileRef, ...] = Field(default=(), max_length=MAX_FILES)
+    #: how many times the lesson was captured: a repeat strengthens the item it repeats
+    occurrences: int = Field(default=1, ge=1)
+    #: why the item is stale (a file it names was deleted or rewritten); None: not stale. Stale items are
+    #: down-weighted, never silently deleted
+    stale: str | None = Field(default=None, max_length=500)
+    stale_since: AwareDatetime | None = None
     #: learned from outcomes by ctxbus itself (not part of the wire's MemoryRecord: producers cannot set it)
     feedback: Feedback = Feedback()
     #: the near-duplicate cluster the item belongs to, assigned by ingestion (store-side like ``feedback``, never
@@ -137,7 +177,9 @@ class MemoryItem(BaseModel):
         cleaned = tuple(dict.fromkeys(v.strip().lower() for v in value if v.strip()))
         return cleaned
 
-    @field_validator("key_insight", "lesson_learned", "session_id", "mitigation", "superseded_by", "cluster_id")
+    @field_validator(
+        "key_insight", "lesson_learned", "session_id", "mitigation", "superseded_by", "cluster_id", "stale"
+    )
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None
@@ -152,6 +194,11 @@ class MemoryItem(BaseModel):
         if self.id in self.supersedes:
             raise ValueError(f"item {self.id!r} cannot supersede itself")
         return self
+
+    @property
+    def captured(self) -> bool:
+        """Whether ctxbus captured it from a session (rather than someone importing it)."""
+        return self.source == CAPTURED_SOURCE
 
     @property
     def active(self) -> bool:
