@@ -63,7 +63,7 @@ COV_TESTS ?= tests
 coverage: $(STAMP) chromium
 	@rm -f .coverage .coverage.*
 	@$(BIN)/pytest -n 2 --dist loadgroup -p no:cacheprovider --cov --cov-branch --cov-report=term $(COV_TESTS); \
-		rc=$$?; $(BIN)/coverage json -q -o .coverage.json && $(BIN)/python .ci/coverage_summary.py .coverage.json; \
+		rc=$$?; $(BIN)/coverage json -q -o .coverage-report.json && $(BIN)/python .ci/coverage_summary.py .coverage-report.json; \
 		if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
 $(NEWEST_STAMP): pyproject.toml
