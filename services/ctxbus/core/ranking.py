@@ -45,11 +45,11 @@ SECONDS_PER_DAY = 86_400.0
 DEFAULT_MAX_ITEMS = 10
 #: A similarity floor that keeps every hit (cosine similarity is never below -1).
 NO_SIMILARITY_FLOOR = -1.0
-#: Seed 001: how much a past session's learning counts, by the session's outcome.
+#: Seed 001: how much a past session's learning counts, by the session's outcome. A failed one is not here:
+#: seed 001's 0.3 is replaced by REQ-021.5's treatment, a warning at full strength (``outcome_weight``).
 OUTCOME_WEIGHTS: dict[Outcome, float] = {
     Outcome.SUCCESSFUL: 1.0,
     Outcome.PARTIAL: 0.6,
-    Outcome.FAILED: 0.3,
     Outcome.UNKNOWN: 0.5,
 }
 #: A BM25 score that is clearly a keyword match (several rare query terms): the best keyword match of a

@@ -11,11 +11,13 @@ import pytest
 from ctxbus.core.ranking import (
     DEFAULT_HALF_LIFE_DAYS,
     NEUTRAL_DOMAIN,
+    OUTCOME_WEIGHTS,
     PARTS,
     PIN_BOOST,
     RankedHit,
     RankingWeights,
     domain_match,
+    outcome_weight,
     rank,
     recency,
     score_hit,
@@ -292,3 +294,14 @@ def test_a_stale_item_is_down_weighted_never_dropped() -> None:
     assert (first.item.id, second.item.id) == ("a", "b")  # same evidence: the stale one goes after
     assert second.breakdown["stale_weight"] == STALE_WEIGHT and first.breakdown["stale_weight"] == 1.0
     assert second.score == pytest.approx(first.score * STALE_WEIGHT)
+
+
+def test_every_outcome_weight_is_one_a_learning_gets() -> None:
+    """Issue 25: nothing carried that nothing reads. A failed learning is a warning at full strength (seed 001
+    REQ-021.5), so seed 001's 0.3 for failures was never applied: the table holds only weights in use."""
+    for outcome, weight in OUTCOME_WEIGHTS.items():
+        learning = MemoryItem.model_validate(
+            {"id": "l", "project": "p", "kind": "learning", "content": "c", "outcome": outcome.value}
+            | {"created_at": NOW, "updated_at": NOW}
+        )
+        assert outcome_weight(learning) == weight, outcome
