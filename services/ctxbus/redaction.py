@@ -45,14 +45,29 @@ from ctxbus.core.secret_rules import AFTER, BEFORE, JWT, PRIVATE_KEY, TOKENS
 #: (None: always run). Not used: its npm and basic-auth patterns (unbounded runs: not linear time; ctxbus's own
 #: npm-token and url-password rules instead), its keyword plugin (ctxbus's keyword rule), IP addresses (no secret).
 DETECT_SECRETS_PLUGINS: tuple[tuple[type[Any], tuple[str, ...] | None], ...] = (
-    (AWSKeyDetector, ("a",)),
-    (ArtifactoryDetector, ("akc", "ap")),
+    (AWSKeyDetector, ("a3t", "akia", "asia", "abia", "acca", "aws")),
+    (ArtifactoryDetector, ("akc",)),
     (AzureStorageKeyDetector, ("accountkey=",)),
     (DiscordBotTokenDetector, (".",)),
-    (GitHubTokenDetector, ("gh",)),
-    (GitLabTokenDetector, ("gl", "gr1348941")),
+    (GitHubTokenDetector, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (
+        GitLabTokenDetector,
+        (
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "gr1348941",
+            "glcbt-",
+            "glimt-",
+            "glptt-",
+            "glagent-",
+            "gloas-",
+        ),
+    ),
     (JwtTokenDetector, ("eyj",)),
-    (MailchimpDetector, ("-us",)),
+    (MailchimpDetector, tuple(f"-us{d}" for d in range(1, 10))),
     (OpenAIDetector, ("t3blbkfj",)),
     (PypiTokenDetector, ("pypi-",)),
     (SendGridDetector, ("sg.",)),
@@ -60,9 +75,16 @@ DETECT_SECRETS_PLUGINS: tuple[tuple[type[Any], tuple[str, ...] | None], ...] = (
     (SquareOAuthDetector, ("sq0csp-",)),
     (StripeDetector, ("k_live_",)),
     (TelegramBotTokenDetector, (":",)),
-    (TwilioKeyDetector, ("ac", "sk")),
+    (TwilioKeyDetector, None),
 )
 _BOUNDARY = r"(?<![A-Za-z0-9_-])"
+#: an unbounded run (``+``, ``*``, ``{n,}``): such a pattern gets the look-behind (bounded ones keep their fast
+#: literal search and cost at most their bound per candidate)
+_CLASS = re.compile(r"\[(?:\\.|[^\]])*\]")
+_UNBOUNDED = re.compile(r"(?<!\\)[+*]|\{\d+,\}")
+#: detect-secrets patterns left out: Artifactory's ``AP…`` passwords (any word starting "AP" and a hex digit: too
+#: many false positives in ordinary text)
+_SKIPPED = frozenset({r'(?:\s|=|:|"|^)AP[\dABCDEF][a-zA-Z0-9]{8,}(?:\s|"|$)'})
 
 
 def _slug(secret_type: str) -> str:
@@ -75,11 +97,15 @@ def detect_secrets_rules() -> tuple[Rule, ...]:
     for plugin, needles in DETECT_SECRETS_PLUGINS:
         accept = JwtTokenDetector.is_formally_valid if plugin is JwtTokenDetector else None
         for pattern in plugin.denylist:
+            if pattern.pattern in _SKIPPED:
+                continue
             name = _slug(plugin.secret_type)
             group = 0
             if plugin is AWSKeyDetector and pattern.groups:  # aws.{0,20}?key.{0,20}?"<40 chars>": the value
                 name, group = "aws-secret-key", 1
-            compiled = re.compile(_BOUNDARY + "(?:" + pattern.pattern + ")", pattern.flags)
+            unbounded = _UNBOUNDED.search(_CLASS.sub("", pattern.pattern)) is not None
+            source = _BOUNDARY + "(?:" + pattern.pattern + ")" if unbounded else pattern.pattern
+            compiled = re.compile(source, pattern.flags)
             rules.append(Rule(name, compiled, needles or (), group, accept, origin="detect-secrets"))
     return tuple(rules)
 

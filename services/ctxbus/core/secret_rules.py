@@ -14,8 +14,13 @@ import re
 
 from ctxbus.core.redact import Rule
 
-_B = r"(?<![A-Za-z0-9_-])"  # a token starts here (not inside a longer one)
 _T = "[A-Za-z0-9_-]"
+
+
+def _tok(literal: str) -> str:
+    """``literal`` (a fixed-width pattern) where a token starts: not inside a longer token. The look-behind comes
+    after the literal, so the regex engine still finds candidates with its fast literal search."""
+    return f"(?:{literal})(?<!{_T}(?:{literal}))"
 
 
 def _rule(name: str, pattern: str, needles: tuple[str, ...], group: int | str = 0, flags: int = 0) -> Rule:
@@ -72,7 +77,9 @@ BEARER = Rule(
 )
 BASIC = Rule(
     "basic-auth",
-    re.compile(r"(?i)(?<![a-z])basic\s{1,4}(?P<s>(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])"),
+    re.compile(
+        r"(?:Basic|basic|BASIC)(?<![A-Za-z]....[Cc])\s{1,4}(?P<s>(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{8,4096}={0,2})(?![A-Za-z0-9+/=])"
+    ),
     ("basic",),
     "s",
     _basic_credentials,
@@ -89,7 +96,8 @@ URL_KEY_USER = _rule("url-key", r"(?<=://)(?P<s>[a-f0-9]{32})(?::[a-f0-9]{0,64})
 #: ``curl -u user:password``, ``--user user:password``
 CURL_USER = _rule(
     "curl-password",
-    r"(?<!\S)(?:-u|--user|--proxy-user)[ =]{1,4}[\"']?[^\s:\"']{1,128}:(?P<s>[^\s\"']{1,256})",
+    r"-(?:u(?<!\S-u)|-user(?<!\S--user)|-proxy-user(?<!\S--proxy-user))[ =]{1,4}"
+    r"[\"']?[^\s:\"']{1,128}:(?P<s>[^\s\"']{1,256})",
     ("-u", "--user"),
     "s",
 )
@@ -121,43 +129,47 @@ STDIN_PASSWORD = _rule(
 #: checks it with detect-secrets' JWT validator (its parts decode, the first two as JSON)
 JWT = _rule(
     "json-web-token",
-    _B + r"eyJ[A-Za-z0-9_-]{5,4096}={0,2}\.[A-Za-z0-9_-]{2,8192}={0,2}(?:\.[A-Za-z0-9_\-+/=]{0,4096})?",
+    _tok(r"eyJ") + r"[A-Za-z0-9_-]{5,4096}={0,2}\.[A-Za-z0-9_-]{2,8192}={0,2}(?:\.[A-Za-z0-9_\-+/=]{0,4096})?",
     ("eyj",),
 )
 TOKENS: tuple[Rule, ...] = (
-    _rule("github-token", _B + r"github_pat_[A-Za-z0-9_]{22,255}", ("github_pat_",)),
-    _rule("github-token", _B + r"gh[pousr]_[A-Za-z0-9]{30,255}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    _rule("anthropic-key", _B + r"sk-ant-" + _T + "{20,255}", ("sk-ant-",)),
-    _rule("openai-key", _B + r"sk-(?:proj|svcacct|admin|None)-" + _T + "{20,255}", ("sk-",)),
-    _rule("openai-key", _B + r"sk-[A-Za-z0-9]{32,255}(?!" + _T + ")", ("sk-",)),
-    _rule("stripe-key", _B + r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,255}", ("k_live_", "k_test_")),
-    _rule("stripe-key", _B + r"whsec_[0-9a-zA-Z]{24,255}", ("whsec_",)),
-    _rule("slack-token", _B + r"xox[abposre]-[0-9A-Za-z-]{10,255}", ("xox",)),
-    _rule("slack-token", _B + r"xapp-\d-[A-Z0-9]{6,20}-\d{6,20}-[a-z0-9]{32,128}", ("xapp-",)),
+    _rule("github-token", _tok(r"github_pat_") + r"[A-Za-z0-9_]{22,255}", ("github_pat_",)),
+    _rule("github-token", _tok(r"gh[pousr]_") + r"[A-Za-z0-9]{30,255}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _rule("anthropic-key", _tok(r"sk-ant-") + r"" + _T + "{20,255}", ("sk-ant-",)),
+    _rule("openai-key", _tok(r"sk-") + r"(?:proj|svcacct|admin|None)-" + _T + "{20,255}", ("sk-",)),
+    _rule("openai-key", _tok(r"sk-") + r"[A-Za-z0-9]{32,255}(?!" + _T + ")", ("sk-",)),
+    _rule("stripe-key", _tok(r"[sr]k_(?:live|test)_") + r"[0-9a-zA-Z]{16,255}", ("k_live_", "k_test_")),
+    _rule("stripe-key", _tok(r"whsec_") + r"[0-9a-zA-Z]{24,255}", ("whsec_",)),
+    _rule("slack-token", _tok(r"xox[abposre]-") + r"[0-9A-Za-z-]{10,255}", ("xox",)),
+    _rule("slack-token", _tok(r"xapp-") + r"\d-[A-Z0-9]{6,20}-\d{6,20}-[a-z0-9]{32,128}", ("xapp-",)),
     _rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,255}", ("hooks.slack",)),
-    _rule("google-api-key", _B + r"AIza[0-9A-Za-z_-]{35}", ("aiza",)),
-    _rule("google-oauth-token", _B + r"ya29\.[0-9A-Za-z_-]{20,2048}", ("ya29.",)),
-    _rule("google-oauth-secret", _B + r"GOCSPX-[0-9A-Za-z_-]{28}", ("gocspx-",)),
-    _rule("npm-token", _B + r"npm_[A-Za-z0-9]{36}", ("npm_",)),
-    _rule("pypi-token", _B + r"pypi-AgE[A-Za-z0-9_-]{50,1024}", ("pypi-age",)),
-    _rule("huggingface-token", _B + r"hf_[A-Za-z]{34}(?![A-Za-z0-9])", ("hf_",)),
-    _rule("twilio-key", _B + r"SK[0-9a-f]{32}(?![0-9a-f])", ("sk",)),
-    _rule("sendgrid-key", _B + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", ("sg.",)),
-    _rule("mailgun-key", _B + r"key-[0-9a-z]{32}(?![0-9a-z])", ("key-",)),
-    _rule("digitalocean-token", _B + r"do[opr]_v1_[a-f0-9]{64}", ("_v1_",)),
-    _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
-    _rule("databricks-token", _B + r"dapi[a-f0-9]{32}(?:-\d)?", ("dapi",)),
-    _rule("gitlab-token", _B + r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|oas)-[A-Za-z0-9_-]{20,255}", ("gl",)),
-    _rule("vault-token", _B + r"hv[sbr]\.[A-Za-z0-9_-]{24,255}", ("hvs.", "hvb.", "hvr.")),
-    _rule("grafana-token", _B + r"(?:glsa|glc)_[A-Za-z0-9_=+/-]{32,255}", ("glsa_", "glc_")),
-    _rule("postman-key", _B + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", ("pmak-",)),
-    _rule("linear-key", _B + r"lin_api_[A-Za-z0-9]{40}", ("lin_api_",)),
-    _rule("doppler-token", _B + r"dp\.(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_]{1,20}\.)?[A-Za-z0-9]{40,44}", ("dp.",)),
+    _rule("google-api-key", _tok(r"AIza") + r"[0-9A-Za-z_-]{35}", ("aiza",)),
+    _rule("google-oauth-token", _tok(r"ya29") + r"\.[0-9A-Za-z_-]{20,2048}", ("ya29.",)),
+    _rule("google-oauth-secret", _tok(r"GOCSPX-") + r"[0-9A-Za-z_-]{28}", ("gocspx-",)),
+    _rule("npm-token", _tok(r"npm_") + r"[A-Za-z0-9]{36}", ("npm_",)),
+    _rule("pypi-token", _tok(r"pypi-AgE") + r"[A-Za-z0-9_-]{50,1024}", ("pypi-age",)),
+    _rule("huggingface-token", _tok(r"hf_") + r"[A-Za-z]{34}(?![A-Za-z0-9])", ("hf_",)),
+    _rule("twilio-key", _tok(r"SK") + r"[0-9a-f]{32}(?![0-9a-f])", ("sk",)),
+    _rule("sendgrid-key", _tok(r"SG") + r"\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", ("sg.",)),
+    _rule("mailgun-key", _tok(r"key-") + r"[0-9a-z]{32}(?![0-9a-z])", ("key-",)),
+    _rule("digitalocean-token", _tok(r"do[opr]_v1_") + r"[a-f0-9]{64}", ("_v1_",)),
+    _rule("shopify-token", _tok(r"shp(?:at|ca|pa|ss)_") + r"[a-fA-F0-9]{32}", ("shp",)),
+    _rule("databricks-token", _tok(r"dapi") + r"[a-f0-9]{32}(?:-\d)?", ("dapi",)),
+    _rule("gitlab-token", _tok(r"gl") + r"(?:pat|dt|ft|rt|oas|ptt|imt|cbt|soat)-[A-Za-z0-9_-]{20,255}", ("gl",)),
+    _rule("vault-token", _tok(r"hv[sbr]\.") + r"[A-Za-z0-9_-]{24,255}", ("hvs.", "hvb.", "hvr.")),
+    _rule("grafana-token", _tok(r"gl") + r"(?:sa|c)_[A-Za-z0-9_=+/-]{32,255}", ("glsa_", "glc_")),
+    _rule("postman-key", _tok(r"PMAK-") + r"[a-f0-9]{24}-[a-f0-9]{34}", ("pmak-",)),
+    _rule("linear-key", _tok(r"lin_api_") + r"[A-Za-z0-9]{40}", ("lin_api_",)),
+    _rule(
+        "doppler-token",
+        _tok(r"dp") + r"\.(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_]{1,20}\.)?[A-Za-z0-9]{40,44}",
+        ("dp.",),
+    ),
     _rule("age-secret-key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", ("age-secret-key-1",)),
     _rule(
         "aws-access-key",
-        _B + r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}(?![A-Z0-9])",
-        ("a",),
+        _tok(r"A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA") + r"[A-Z0-9]{16}(?![A-Z0-9])",
+        ("a3t", "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "aipa", "anpa", "anva"),
     ),
     _rule("azure-storage-key", r"AccountKey=(?P<s>[A-Za-z0-9+/=]{40,120})", ("accountkey=",), "s"),
     _rule("azure-sas", r"(?<=[?&])sig=(?P<s>[A-Za-z0-9%+/=]{20,255})", ("sig=",), "s"),
