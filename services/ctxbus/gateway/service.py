@@ -39,6 +39,7 @@ from ctxbus.gateway.pattern_sync import PatternSync
 from ctxbus.hooks import fallback
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
 from ctxbus.observability import Metrics
+from ctxbus.redaction import redact_strings
 from ctxbus.settings import HookSettings
 
 log = structlog.get_logger("ctxbus.gateway")
@@ -103,6 +104,7 @@ class HookGateway:
             raise HttpError(405, "POST hook input JSON to /v1/hooks")
         hook_input = parse_object(request.body, "hook input")
         clean_strings(hook_input)  # a lone surrogate is replaced, never the reason for an empty context
+        redact_strings(hook_input)  # the first door: no secret or <private> span goes further (docs/privacy.md)
         event = event_of(hook_input, request.headers.get(EVENT_HEADER))
         if event is None:
             raise HttpError(400, "hook input has no hook_event_name")
