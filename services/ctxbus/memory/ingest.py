@@ -55,6 +55,7 @@ def redact_item(item: MemoryItem) -> MemoryItem:
         update["tags"] = tags
     return item.model_copy(update=update) if update else item
 
+
 #: stored neighbours looked at when placing an item in a cluster
 CLUSTER_NEIGHBOURS = 10
 #: items embedded at a time (progress is reported after each)
