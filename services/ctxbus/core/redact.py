@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PRIVATE_MARK = "[private]"
+#: shorter strings hold no secret and no ``<private>`` span (``redact_strings`` skips them)
+MIN_SECRET_CHARS = 6
+#: between the strings of a structure redacted together (``redact_strings``)
+JOIN = "\n\n"
 MARK_PREFIX = "[REDACTED:"
 
 _PRIVATE_TAG = re.compile(r"<(/?)private\s{0,8}>", re.IGNORECASE)
@@ -124,8 +128,13 @@ class Redactor:
 
     def redact_strings(self, data: Any) -> int:
         """Redact every string value of a JSON-like ``data`` (dicts and lists, however nested) in place, without
-        recursion; returns how many values changed. Keys are left as they are."""
-        changed = 0
+        recursion; returns how many values changed. Keys are left as they are; tuples become lists.
+
+        The strings are first redacted together, joined by blank lines (one pass instead of one per string: an
+        event's ranked items hold a hundred short strings); only when that finds something is each redacted on its
+        own. Whatever a string holds alone, it also holds joined (the blank line is no token character and starts a
+        line), so the joined pass finds nothing only when no string holds anything."""
+        slots: list[tuple[Any, Any, str]] = []
         stack: list[Any] = [data]
         while stack:
             node = stack.pop()
@@ -138,15 +147,24 @@ class Redactor:
             for key in keys:
                 value = node[key]
                 if isinstance(value, str):
-                    cleaned = self.redact(value)
-                    if cleaned is not value and cleaned != value:
-                        node[key] = cleaned
-                        changed += 1
+                    if len(value) >= MIN_SECRET_CHARS:
+                        slots.append((node, key, value))
                 elif isinstance(value, dict | list):
                     stack.append(value)
                 elif isinstance(value, tuple):  # a payload's tuples (items, validation errors) become lists
                     node[key] = list(value)
                     stack.append(node[key])
+        if not slots:
+            return 0
+        joined = JOIN.join(value for _, _, value in slots)
+        if self.redact(joined) == joined:
+            return 0
+        changed = 0
+        for node, key, value in slots:
+            cleaned = self.redact(value)
+            if cleaned != value:
+                node[key] = cleaned
+                changed += 1
         return changed
 
 

@@ -11,6 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxbus.core.redact import PRIVATE_MARK, Redactor, strip_private
 from ctxbus.core.secret_rules import AFTER, BEFORE, TOKENS
@@ -153,3 +155,25 @@ def test_rules_come_from_detect_secrets_too() -> None:
     # a Discord bot token: only detect-secrets knows the shape
     token = "M" + "a1B2c3D4e5F6g7H8i9J0k1L2" + ".Gh3kLm." + "a" * 4 + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk"
     assert redact_text(f"the bot runs as {token} here") == "the bot runs as [REDACTED:discord-bot-token] here"
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([str(e["text"]) for e in SECRETS]),
+            st.sampled_from(ORDINARY),
+            st.text(max_size=40),
+            st.sampled_from(["<private>", "</private>", "password", "token:", "Bearer", "AKIA", "-----BEGIN"]),
+        ),
+        max_size=8,
+    )
+)
+def test_a_structure_is_redacted_as_its_strings_are_one_by_one(values: list[str]) -> None:
+    """redact_strings redacts the strings joined first, then one by one only when that finds something: the
+    result is always what redacting each on its own gives."""
+    data = {"items": [{"text": v} for v in values], "tail": list(values)}
+    redact_strings(data)
+    expected = [redact_text(v) if len(v) >= 6 else v for v in values]
+    assert [i["text"] for i in data["items"]] == expected
+    assert data["tail"] == expected
