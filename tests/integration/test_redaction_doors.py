@@ -1,6 +1,7 @@
 """No secret is stored, anywhere: prompts and a memory import holding the 150 fake secrets of
 tests/data/secrets.jsonl go through the real doors of a running ``ctxbus up`` (the hook command to the gateway,
-``ctxbus memory import``); then every topic's raw records, the archive's records, and every file under the data
+``ctxbus memory import``; and some of them through ``ctxbus request``, outcome notes and an attempt's validation
+errors); then every topic's raw records, the archive's records, and every file under the data
 dir (the injection record, the attempts, the store) are searched: none holds a secret verbatim."""
 
 from __future__ import annotations
@@ -84,18 +85,33 @@ async def test_no_secret_reaches_a_topic_the_archive_the_record_or_the_store(sta
     done = await asyncio.to_thread(_cli, stack, repo, "memory", "import", str(memories), "--project", "acme/web")
     assert done.returncode == 0, (done.stdout, done.stderr)
 
+    # the other doors that publish what a person or an agent wrote: a request, outcome notes, attempt errors
+    some = [str(e["text"]) for e in SECRETS[:25]]
+    done = await asyncio.to_thread(_cli, stack, repo, "request", "--timeout", "30", "Why?\n" + "\n".join(some))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    notes = "\n".join(str(e["text"]) for e in SECRETS[25:50])[:10_000]
+    args = ["outcome", "record", "--session", "sess-0", "--outcome", "failed", "--notes", notes]
+    done = await asyncio.to_thread(_cli, stack, repo, *args)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    errors = [arg for e in SECRETS[50:75] for arg in ("--error", str(e["text"]))]
+    args = ["attempt", "record", "--task", "t-1", "--attempt", "1", "--provider", "claude", "--status", "failed"]
+    done = await asyncio.to_thread(_cli, stack, repo, *args, *errors)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+
     topics = Topics()
     raw: list[bytes] = []
     for topic, expect in (
-        (topics.retrieval_requested, PROMPTS),
-        (topics.context_injected, PROMPTS),
+        (topics.retrieval_requested, PROMPTS + 1),
+        (topics.context_injected, PROMPTS + 1),
+        (topics.outcome_recorded, 1),
+        (topics.attempt_recorded, 1),
         (topics.memory_upserted, 1),
         (topics.memory_stored, 1),
     ):
         records = await read_all(stack.kafka, topic, expect=expect, timeout_s=120)
         assert len(records) >= expect, topic
         raw += [r.value or b"" for r in records]
-    for topic in (topics.retrieval_completed, topics.outcome_recorded, topics.dead_letter):
+    for topic in (topics.retrieval_completed, topics.dead_letter):
         raw += [r.value or b"" for r in await read_all(stack.kafka, topic, expect=0, timeout_s=3)]
     await asyncio.to_thread(stack.stop, signal.SIGTERM)  # the archive drains, the record and the store close
 
