@@ -135,6 +135,7 @@ def redact_text(text: str) -> str:
     return default_redactor().redact(text)
 
 
-def redact_strings(data: Any) -> int:
-    """Every string value of a JSON-like structure redacted in place; how many changed."""
-    return default_redactor().redact_strings(data)
+def redact_strings(data: Any, keep: frozenset[str] = frozenset()) -> int:
+    """Every string value of a JSON-like structure redacted in place (but those of keys in ``keep``); how many
+    changed."""
+    return default_redactor().redact_strings(data, keep)

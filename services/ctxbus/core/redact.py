@@ -126,9 +126,10 @@ class Redactor:
             result.text = text
         return result
 
-    def redact_strings(self, data: Any) -> int:
+    def redact_strings(self, data: Any, keep: frozenset[str] = frozenset()) -> int:
         """Redact every string value of a JSON-like ``data`` (dicts and lists, however nested) in place, without
-        recursion; returns how many values changed. Keys are left as they are; tuples become lists.
+        recursion; returns how many values changed. Keys are left as they are, and the values of keys in ``keep``
+        (paths and ids the caller needs as they are); tuples become lists.
 
         The strings are first redacted together, joined by blank lines (one pass instead of one per string: an
         event's ranked items hold a hundred short strings); only when that finds something is each redacted on its
@@ -147,7 +148,7 @@ class Redactor:
             for key in keys:
                 value = node[key]
                 if isinstance(value, str):
-                    if len(value) >= MIN_SECRET_CHARS:
+                    if len(value) >= MIN_SECRET_CHARS and key not in keep:
                         slots.append((node, key, value))
                 elif isinstance(value, dict | list):
                     stack.append(value)
@@ -205,9 +206,9 @@ STRONG_WORDS = (
     "apikey",
     "api-key",
 )
-#: words in a name that make a value a secret when it looks like one (not a word, a path, code or a number)
-WEAK_WORDS = ("token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth", "credential", "key")
-#: where a name may say secret (a literal alternation: the regex engine's fast path); ``_is_name`` refines it
+#: where a name may say secret (a literal alternation: the regex engine's fast path); ``_is_word`` refines it.
+#: Any other of these words (token, key, auth, credential) makes a value a secret when it looks like one: not a
+#: word, a path, code or a number, and high-entropy
 _WORD = re.compile(r"pass|pwd|secret|token|auth|credential|key")
 
 

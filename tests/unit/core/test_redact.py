@@ -142,6 +142,14 @@ def test_json_like_structures_are_redacted_in_place() -> None:
     }
 
 
+def test_kept_keys_are_left_as_they_are() -> None:
+    path = "/home/u/.claude/projects/-home-u-secret/AKIAIOSFODNN7EXAMPLE.jsonl"
+    data = {"transcript_path": path, "prompt": path, "tool_input": {"file_path": path}}
+    assert redact_strings(data, frozenset({"transcript_path", "file_path"})) == 1
+    assert data["transcript_path"] == path and data["tool_input"] == {"file_path": path}
+    assert data["prompt"] != path
+
+
 def test_ctxbus_own_rules_work_without_detect_secrets() -> None:
     """The pure engine with ctxbus's rules alone (what core may use): tokens detect-secrets does not know."""
     redactor = Redactor((*BEFORE, *TOKENS, *AFTER))
