@@ -155,3 +155,14 @@ def test_the_publishers_scrub_redacts_the_payload_and_never_the_envelope(
     assert decoded.model_dump(exclude={"payload"}) == event.model_dump(exclude={"payload"})
     assert secret.encode() not in EventSerializer(scrub=redact_strings)(event)
     assert secret.encode() in EventSerializer()(event)  # no scrub: as it was
+
+
+def test_the_publisher_keeps_ids_as_they_are() -> None:
+    from ctxbus.adapters.kafka.publisher import scrub_payload
+
+    payload = {"task_id": "AKIAIOSFODNN7EXAMPLE", "validation_errors": ["key AKIAIOSFODNN7EXAMPLE refused"]}
+    scrub_payload(payload)
+    assert payload == {
+        "task_id": "AKIAIOSFODNN7EXAMPLE",
+        "validation_errors": ["key [REDACTED:aws-access-key] refused"],
+    }

@@ -24,6 +24,18 @@ from ctxbus.contract.serde import EventSerializer, Headers, event_headers
 from ctxbus.redaction import redact_strings
 
 log = structlog.get_logger("ctxbus.publisher")
+#: payload fields that are ids the readers join on, kept as they are (an id is a name, not a secret)
+ID_FIELDS = frozenset(
+    {"id", "ids", "item_ids", "global_item_ids", "supersedes", "superseded_by", "cluster_id", "into", "task_id"}
+    | {"session_id", "fingerprint", "embedding_model"}
+)
+
+
+def scrub_payload(payload: dict[str, Any]) -> None:
+    """The publisher's door: every string of the payload redacted but its ids (docs/privacy.md)."""
+    redact_strings(payload, ID_FIELDS)
+
+
 #: how long a starting publisher may spend announcing its schemas (``ctxbus topics create`` makes the topic)
 ANNOUNCE_TIMEOUT_S = 3.0
 
@@ -53,7 +65,7 @@ class EventPublisher:
         """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
         (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
-        self._serialize = serializer or EventSerializer(scrub=redact_strings)
+        self._serialize = serializer or EventSerializer(scrub=scrub_payload)
         self.max_record_bytes = config.settings.max_record_bytes
         self._schemas_topic = schemas_topic
 
