@@ -67,6 +67,8 @@ def ordinary_texts() -> list[str]:
     """Texts that hold no secret: the shipped bench data's strings and ctxbus's own modules (not the rules)."""
     texts: list[str] = []
     for path in sorted(DATA.rglob("*.jsonl")):
+        if "capture" in path.parts:  # the capture corpus plants secrets on purpose (its bench counts them)
+            continue
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 texts.extend(_strings(json.loads(line)))

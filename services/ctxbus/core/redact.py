@@ -262,6 +262,15 @@ _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[A-Z][A-Za-z]*")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
+def _random_case(value: str) -> bool:
+    """Letters whose case changes as random letters' does (``KxVbGqTm…``): many one- or two-letter lower-case runs
+    after a capital, where names (``CamelCase``, ``getHTTPResponse``, ``user_id``) have words."""
+    short = sum(
+        1 for m in _LOWER_RUN.finditer(value) if len(m.group()) <= 2 and m.start() and value[m.start() - 1].isupper()
+    )
+    return short >= max(3, len(value) // 8)
+
+
 @dataclass(frozen=True, slots=True)
 class KeywordRule:
     """Values of names that say secret (``DB_PASSWORD=…``, ``"api_key": "…"``, ``--token …``, ``password: …``) and
@@ -349,7 +358,7 @@ class KeywordRule:
             return not (value.isupper() and value.replace("_", "").isalpha())  # ``KEY=VALUE``: a placeholder
         if not quoted and (_CODE_LIKE.fullmatch(value) or value.lower() == name.lstrip("-") or _SNAKE.fullmatch(value)):
             return False  # code: ``token=self.token``, ``password=new_password``, ``key=get_key()``
-        if _IDENTIFIER.fullmatch(value):
+        if _IDENTIFIER.fullmatch(value) and not _random_case(value):
             return False  # a name, not a secret: ``SECRET_ENV = "CTXBUS_GATEWAY_SECRET"``, ``secret: Callable``
         if strong:
             return True

@@ -86,6 +86,8 @@ def _ordinary_texts() -> list[str]:
     texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "services/ctxbus").rglob("*.py"))]
     texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "privacy.md"]
     for path in sorted((ROOT / "services/ctxbus/bench/data").rglob("*.jsonl")):
+        if "capture" in path.parts:  # the capture corpus plants secrets on purpose
+            continue
         for line in path.read_text(encoding="utf-8").splitlines():
             stack: list[object] = [json.loads(line)] if line.strip() else []
             while stack:
@@ -185,3 +187,11 @@ def test_a_structure_is_redacted_as_its_strings_are_one_by_one(values: list[str]
     expected = [redact_text(v) if len(v) >= 6 else v for v in values]
     assert [i["text"] for i in data["items"]] == expected
     assert data["tail"] == expected
+
+
+def test_a_letters_only_token_is_a_secret_but_a_name_is_not() -> None:
+    """Found on the capture corpus (an Airflow connection's ``extra``): random letters under a token name are a
+    secret though they hold no digit; CamelCase and snake_case names under secret names stay."""
+    assert redact_text('{"token": "KxVbGqTmRdNpLsHwYcZuAeFjOiMvBnCt"}') == '{"token": "[REDACTED:secret-assignment]"}'
+    for name in ('{"key": "user_id"}', 'SECRET_ENV = "CTXBUS_GATEWAY_SECRET"', '"password": "getHTTPResponse"'):
+        assert redact_text(name) == name
