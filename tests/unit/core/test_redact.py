@@ -83,7 +83,10 @@ def test_ordinary_code_text_is_left_alone(text: str) -> None:
 
 
 def _ordinary_texts() -> list[str]:
-    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "services/ctxbus").rglob("*.py"))]
+    rules = {"secret_rules.py", "redact.py", "redaction.py"}  # the rules' own examples (``user:password``)
+    texts = [
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "services/ctxbus").rglob("*.py")) if p.name not in rules
+    ]
     texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "privacy.md"]
     for path in sorted((ROOT / "services/ctxbus/bench/data").rglob("*.jsonl")):
         if "capture" in path.parts:  # the capture corpus plants secrets on purpose
@@ -98,7 +101,7 @@ def _ordinary_texts() -> list[str]:
                     stack.extend(node)
                 elif isinstance(node, str) and len(node) > 20:
                     texts.append(node)
-    return [t for t in texts if "secret_rules" not in t[:400] and "Redaction" not in t[:400]]
+    return texts
 
 
 def test_the_false_positive_rate_on_the_repositorys_own_texts() -> None:
