@@ -75,9 +75,7 @@ def register(sub: Any) -> None:
     pre.add_argument("--tasks", type=int, default=2_000)
     pre.add_argument("--json", action="store_true")
     pre.set_defaults(handler=cmd_bench_precontext)
-    cls = bsub.add_parser("classify", help="task classification accuracy on the shipped labelled set")
-    cls.add_argument("--json", action="store_true")
-    cls.set_defaults(handler=cmd_bench_classify)
+    _register_bench_pure(bsub)
     ret = bsub.add_parser(
         "retrieval", help="retrieval quality (recall, MRR, nDCG) on the labelled set, and speed at scale"
     )
@@ -238,6 +236,24 @@ def cmd_bench_classify(args: argparse.Namespace) -> int:
 
     result = classify.run()
     emit(args, result, classify.print_report)
+    return 0
+
+
+def _register_bench_pure(bsub: Any) -> None:
+    """The benchmarks of pure functions on shipped data: classification, redaction."""
+    cls = bsub.add_parser("classify", help="task classification accuracy on the shipped labelled set")
+    cls.add_argument("--json", action="store_true")
+    cls.set_defaults(handler=cmd_bench_classify)
+    red = bsub.add_parser("redact", help="secret redaction: CPU per call (2 KB prompt, 100 KB chunk), false positives")
+    red.add_argument("--runs", type=int, default=30)
+    red.add_argument("--json", action="store_true")
+    red.set_defaults(handler=cmd_bench_redact)
+
+
+def cmd_bench_redact(args: argparse.Namespace) -> int:
+    from ctxbus.bench import redact  # noqa: PLC0415
+
+    emit(args, redact.run(args.runs), redact.print_report)
     return 0
 
 

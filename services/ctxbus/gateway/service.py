@@ -40,6 +40,7 @@ from ctxbus.hooks import fallback, spool
 from ctxbus.hooks.client import session_of
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for
 from ctxbus.observability import Metrics
+from ctxbus.redaction import redact_strings
 from ctxbus.settings import HookSettings
 
 log = structlog.get_logger("ctxbus.gateway")
@@ -50,6 +51,10 @@ TIMEOUT_HEADER = "x-ctxbus-timeout-ms"
 EVENT_HEADER = "x-ctxbus-hook-event"
 #: part of a hook's budget kept for the file fallback and the way back
 FALLBACK_RESERVE_S = 0.3
+#: hook input fields that are paths or ids, never redacted (a path that looks like a secret is still the path)
+HOOK_FIELDS_KEPT = frozenset(
+    {"session_id", "transcript_path", "cwd", "hook_event_name", "tool_use_id", "file_path", "notebook_path", "path"}
+)
 #: at most this long for publishing a prompt's feedback outcome before its retrieval request goes out
 FEEDBACK_PUBLISH_S = 0.25
 
@@ -113,6 +118,8 @@ class HookGateway:
             raise HttpError(405, "POST hook input JSON to /v1/hooks")
         hook_input = parse_object(request.body, "hook input")
         clean_strings(hook_input)  # a lone surrogate is replaced, never the reason for an empty context
+        # the first door: no secret or <private> span goes further (docs/privacy.md); paths and ids stay as they are
+        redact_strings(hook_input, HOOK_FIELDS_KEPT)
         event = event_of(hook_input, request.headers.get(EVENT_HEADER))
         if event is None:
             raise HttpError(400, "hook input has no hook_event_name")
