@@ -22,10 +22,12 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
@@ -34,6 +36,7 @@ from ctxbus.cli.errors import CliError
 from ctxbus.cli.up_processes import StackParts
 from ctxbus.contract.topics import Topics
 from ctxbus.core.broker_recycle import RecyclePolicy
+from ctxbus.core.broker_restarts import BrokerRestarts
 from ctxbus.core.process_layout import Layout
 from ctxbus.observability import Metrics
 from ctxbus.runtime import RuntimeInfo
@@ -47,7 +50,9 @@ log = structlog.get_logger("ctxbus.cli")
 
 #: how often a round looks whether the broker is due for recycling
 RECYCLE_CHECK_S = 5.0
-#: ``/readyz``'s check while the broker is recycled
+#: how often a round looks whether the embedded broker's process still runs
+BROKER_CHECK_S = 0.5
+#: ``/readyz``'s check while the broker is recycled or restarted
 RECYCLING_CHECK = "stack"
 
 
@@ -82,6 +87,19 @@ def recycle_policy(
     return RecyclePolicy(settings.kafka.embedded_recycle_records, settings.kafka.embedded_recycle_idle_s)
 
 
+@dataclass
+class _Between:
+    """What one round leaves for ``run_up`` between rounds: the runtime file it wrote (rewritten when the broker
+    dies and when a new one starts: the file always names the live broker) and how the broker ended, if it died."""
+
+    runtime: RuntimeInfo | None = None
+    died: str | None = None
+    #: when it died (monotonic seconds)
+    died_at: float = 0.0
+    #: the round starts after the broker died (not after a recycle, nor the first round)
+    restarted: bool = False
+
+
 async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, broker: EmbeddedBroker | None) -> int:
     """Run rounds until ``up`` is asked to stop (SIGTERM, SIGINT) or a part of it fails (CliError)."""
     terminate = asyncio.Event()
@@ -89,21 +107,62 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
     policy = recycle_policy(settings, config, broker)
+    restarts = BrokerRestarts(settings.kafka.embedded_restart_limit, settings.kafka.embedded_restart_window_s)
+    between = _Between()
     recycling_since: float | None = None
     while True:
-        recycle = await _round(settings, config, layout, metrics, port, terminate, broker, policy, recycling_since)
-        if not recycle or terminate.is_set() or broker is None:
+        between.restarted, between.died = between.died is not None, None
+        try:
+            recycle = await _round(
+                settings, config, layout, metrics, port, terminate, broker, policy, recycling_since, between
+            )
+        except KafkaError:  # the broker died while the round started (topics, refill): the same as dying later
+            if broker is None or broker.exit_reason() is None:
+                raise
+            _broker_died(broker, metrics, settings, between)
+            recycle = False
+        if terminate.is_set() or broker is None or not (recycle or between.died):
             return 0
-        recycling_since = time.monotonic()
-        metrics.health.add(RECYCLING_CHECK, lambda: "recycling the embedded broker")
+        recycling_since = between.died_at if between.died is not None else time.monotonic()
+        if between.died is not None:
+            delay = restarts.next_delay(recycling_since)
+            if delay is None:
+                log.error("broker_failed", reason=between.died, action="stop", restart_limit=restarts.limit)
+                raise CliError(restarts.refusal(between.died), 1)
+            log.warning("broker_restarting", after_s=delay, restarts=restarts.used, restart_limit=restarts.limit)
+            with contextlib.suppress(TimeoutError):  # the backoff, unless up is asked to stop meanwhile
+                await asyncio.wait_for(terminate.wait(), delay)
+            if terminate.is_set():
+                return 0
+        else:
+            metrics.health.add(RECYCLING_CHECK, lambda: "recycling the embedded broker")
         try:  # on this (the main) thread: the new broker's parent-death signal follows the thread that starts it
             broker.restart()
         except BrokerStartError as exc:
             raise CliError(f"cannot restart the embedded broker: {exc}", 1) from exc
-        metrics.broker_recycles.inc()
+        (metrics.broker_restarts if between.died else metrics.broker_recycles).inc()
+        _rewrite_runtime(settings, between, broker.pid)
         log.info("broker_restarted", broker_pid=broker.pid, bootstrap_servers=broker.bootstrap_servers)
         if terminate.is_set():  # asked to stop meanwhile: the archive holds everything, nothing to refill
             return 0
+
+
+def _rewrite_runtime(settings: Settings, between: _Between, broker_pid: int | None) -> None:
+    """The runtime file of the last round, naming ``broker_pid`` (None: the broker is dead, a new one not yet up)."""
+    if between.runtime is not None:
+        between.runtime = replace(between.runtime, broker_pid=broker_pid)
+        between.runtime.write(settings.runtime_file)
+
+
+def _broker_died(broker: EmbeddedBroker, metrics: Metrics, settings: Settings, between: _Between) -> None:
+    """Note a dead broker once: the log line, ``/readyz``'s reason, the runtime file without its pid."""
+    if between.died is not None:
+        return
+    reason = broker.exit_reason() or "gone"
+    between.died, between.died_at = reason, time.monotonic()
+    log.error("broker_died", broker_pid=broker.pid, reason=reason, action="restart")
+    metrics.health.add(RECYCLING_CHECK, lambda: f"the embedded broker died ({reason}); restarting it")
+    _rewrite_runtime(settings, between, None)
 
 
 async def _round(
@@ -116,8 +175,10 @@ async def _round(
     broker: EmbeddedBroker | None,
     policy: RecyclePolicy | None,
     recycling_since: float | None,
+    between: _Between,
 ) -> bool:
-    """One round; True when it ended for a recycle of the broker."""
+    """One round; True when it ended for a recycle of the broker (``between.died`` says when it ended because the
+    broker died)."""
     stop = asyncio.Event()
     created = await create_topics(settings, config)
     parts = StackParts(layout, settings, config, metrics.health)
@@ -126,9 +187,10 @@ async def _round(
     gateway_port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     started_at = datetime.now(UTC).isoformat()
     broker_pid = broker.pid if broker is not None else None
+    restarted = between.restarted
 
     def write_runtime() -> None:
-        RuntimeInfo(
+        between.runtime = RuntimeInfo(
             pid=os.getpid(),
             bootstrap_servers=config.bootstrap_servers,
             embedded=config.embedded,
@@ -138,7 +200,8 @@ async def _round(
             started_at=started_at,
             broker_pid=broker_pid,
             service_processes=parts.processes(),
-        ).write(settings.runtime_file)
+        )
+        between.runtime.write(settings.runtime_file)
 
     async def announce() -> None:
         """The runtime file is the readiness signal: written once every service, in every process, can answer."""
@@ -148,7 +211,8 @@ async def _round(
         parts.on_change = write_runtime  # a restarted child: its pid and metrics port
         metrics.health.remove(RECYCLING_CHECK)
         if recycling_since is not None:
-            log.info("broker_recycled", seconds=round(time.monotonic() - recycling_since, 2), broker_pid=broker_pid)
+            seconds = round(time.monotonic() - recycling_since, 2)
+            log.info("broker_recovered" if restarted else "broker_recycled", seconds=seconds, broker_pid=broker_pid)
             return
         log.info(
             "stack_up",
@@ -173,6 +237,8 @@ async def _round(
         helpers = [asyncio.create_task(announce()), asyncio.create_task(_follow(terminate, stop))]
         if policy is not None and archiver is not None:
             helpers.append(asyncio.create_task(_watch(policy, archiver, metrics, parts, stop, recycled)))
+        if broker is not None:
+            helpers.append(asyncio.create_task(_watch_broker(broker, metrics, settings, between, stop)))
         # one set of resources: the gateway serves the Python API on the retriever's embedder and store
         shared = Resources(settings=settings, metrics=metrics)
         # the child processes first: they start while this one loads the model
@@ -244,6 +310,19 @@ async def _watch(
         if reason is not None:
             log.info("broker_recycle", reason=reason, partition=partition, records=fullest)
             recycled.append(reason)
+            stop.set()
+
+
+async def _watch_broker(
+    broker: EmbeddedBroker, metrics: Metrics, settings: Settings, between: _Between, stop: asyncio.Event
+) -> None:
+    """Every BROKER_CHECK_S: whether the broker process still runs; when it has died, end the round (``run_up``
+    restarts it)."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), BROKER_CHECK_S)
+        if broker.exit_reason() is not None:
+            _broker_died(broker, metrics, settings, between)
             stop.set()
 
 
