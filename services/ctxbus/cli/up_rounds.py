@@ -238,7 +238,8 @@ async def _round(
         if policy is not None and archiver is not None:
             helpers.append(asyncio.create_task(_watch(policy, archiver, metrics, parts, stop, recycled)))
         if broker is not None:
-            helpers.append(asyncio.create_task(_watch_broker(broker, metrics, settings, between, stop)))
+            watch = _watch_broker(broker, metrics, settings, between, stop, archiver)
+            helpers.append(asyncio.create_task(watch))
         # one set of resources: the gateway serves the Python API on the retriever's embedder and store
         shared = Resources(settings=settings, metrics=metrics)
         # the child processes first: they start while this one loads the model
@@ -314,14 +315,21 @@ async def _watch(
 
 
 async def _watch_broker(
-    broker: EmbeddedBroker, metrics: Metrics, settings: Settings, between: _Between, stop: asyncio.Event
+    broker: EmbeddedBroker,
+    metrics: Metrics,
+    settings: Settings,
+    between: _Between,
+    stop: asyncio.Event,
+    archiver: Archiver | None,
 ) -> None:
     """Every BROKER_CHECK_S: whether the broker process still runs; when it has died, end the round (``run_up``
-    restarts it)."""
+    restarts it; the archiver keeps what it has and the last snapshot of the groups' positions)."""
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), BROKER_CHECK_S)
         if broker.exit_reason() is not None:
+            if archiver is not None:
+                archiver.broker_gone = True
             _broker_died(broker, metrics, settings, between)
             stop.set()
 
