@@ -52,6 +52,9 @@ log = structlog.get_logger("ctxbus.cli")
 RECYCLE_CHECK_S = 5.0
 #: how often a round looks whether the embedded broker's process still runs
 BROKER_CHECK_S = 0.5
+#: how long the services may take to stop once the broker died (they cannot commit anything), before they are
+#: cancelled (the child processes: SIGKILLed)
+DEAD_BROKER_GRACE_S = 2.0
 #: ``/readyz``'s check while the broker is recycled or restarted
 RECYCLING_CHECK = "stack"
 
@@ -237,9 +240,6 @@ async def _round(
         helpers = [asyncio.create_task(announce()), asyncio.create_task(_follow(terminate, stop))]
         if policy is not None and archiver is not None:
             helpers.append(asyncio.create_task(_watch(policy, archiver, metrics, parts, stop, recycled)))
-        if broker is not None:
-            watch = _watch_broker(broker, metrics, settings, between, stop, archiver)
-            helpers.append(asyncio.create_task(watch))
         # one set of resources: the gateway serves the Python API on the retriever's embedder and store
         shared = Resources(settings=settings, metrics=metrics)
         # the child processes first: they start while this one loads the model
@@ -250,8 +250,12 @@ async def _round(
                 layout.in_up, settings, config, metrics, stop, resources=shared, on_ready=lambda: parts.mark("up")
             )
             tasks.append(in_up)
+        running = asyncio.ensure_future(asyncio.gather(*tasks))
+        if broker is not None:
+            watch = _watch_broker(broker, metrics, settings, between, stop, archiver, parts, running)
+            helpers.append(asyncio.create_task(watch))
         try:
-            await asyncio.gather(*tasks)
+            await _services_ended(running, between)
         finally:
             for task in helpers:
                 task.cancel()
@@ -277,8 +281,16 @@ async def _archiving(settings: Settings, config: KafkaClientConfig) -> AsyncIter
         yield archiver
     finally:
         archive_stop.set()
+        if archiver.broker_gone:  # nothing more to read: a wait on the dead broker (a snapshot) is cut short
+            done, _ = await asyncio.wait({archiving}, timeout=BROKER_CHECK_S)
+            if not done:
+                archiving.cancel()
         try:
             await archiving
+        except asyncio.CancelledError:  # cut short above (it flushed and saved its state on the way out)
+            current = asyncio.current_task()
+            if not archiver.broker_gone or (current is not None and current.cancelling()):
+                raise
         except Exception:  # the history is not the pipeline: say so loudly, stop cleanly
             log.exception("archive_failed", hint="the event history since the last flush may be missing")
 
@@ -314,6 +326,17 @@ async def _watch(
             stop.set()
 
 
+async def _services_ended(running: asyncio.Future[list[None]], between: _Between) -> None:
+    """Wait for the round's services; the watcher's cancellation of a stop that waited on a dead broker ends them
+    too, a cancellation of ``up`` itself goes on."""
+    try:
+        await running
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if between.died is None or (current is not None and current.cancelling()):
+            raise
+
+
 async def _watch_broker(
     broker: EmbeddedBroker,
     metrics: Metrics,
@@ -321,17 +344,28 @@ async def _watch_broker(
     between: _Between,
     stop: asyncio.Event,
     archiver: Archiver | None,
+    parts: StackParts,
+    running: asyncio.Future[list[None]],
 ) -> None:
     """Every BROKER_CHECK_S: whether the broker process still runs; when it has died, end the round (``run_up``
-    restarts it; the archiver keeps what it has and the last snapshot of the groups' positions)."""
+    restarts it). Nothing in flight can be finished or committed on a dead broker: the archiver keeps what it has
+    and its last snapshot of the groups' positions, the child processes get DEAD_BROKER_GRACE_S before SIGKILL,
+    and the services of ``up`` as long before they are cancelled (what they had not committed is read again)."""
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), BROKER_CHECK_S)
-        if broker.exit_reason() is not None:
-            if archiver is not None:
-                archiver.broker_gone = True
-            _broker_died(broker, metrics, settings, between)
-            stop.set()
+        if broker.exit_reason() is None:
+            continue
+        if archiver is not None:
+            archiver.broker_gone = True
+        parts.hurry(DEAD_BROKER_GRACE_S)
+        _broker_died(broker, metrics, settings, between)
+        stop.set()
+        done, _ = await asyncio.wait({running}, timeout=DEAD_BROKER_GRACE_S)
+        if not done:
+            log.warning("services_cancelled", reason="the broker died", after_s=DEAD_BROKER_GRACE_S)
+            running.cancel()
+        return
 
 
 def _archive_ended(task: asyncio.Task[None]) -> None:
