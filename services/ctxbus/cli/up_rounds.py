@@ -363,6 +363,9 @@ async def _watch_broker(
         stop.set()
         done, _ = await asyncio.wait({running}, timeout=DEAD_BROKER_GRACE_S)
         if not done:
+            # once: their cleanup then runs to its end (it may wait on the dead broker a few seconds more). Cutting
+            # it short too left a producer whose batch reached the new broker before the refill (measured), and the
+            # refill leaves a partition that holds records alone
             log.warning("services_cancelled", reason="the broker died", after_s=DEAD_BROKER_GRACE_S)
             running.cancel()
         return
