@@ -22,7 +22,6 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -33,6 +32,15 @@ from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.up_broker import (
+    BROKER_CHECK_S,
+    RECYCLING_CHECK,
+    BrokerLife,
+    broker_died,
+    rewrite_runtime,
+    services_ended,
+    watch_broker,
+)
 from ctxbus.cli.up_processes import StackParts
 from ctxbus.contract.topics import Topics
 from ctxbus.core.broker_recycle import RecyclePolicy
@@ -50,13 +58,6 @@ log = structlog.get_logger("ctxbus.cli")
 
 #: how often a round looks whether the broker is due for recycling
 RECYCLE_CHECK_S = 5.0
-#: how often a round looks whether the embedded broker's process still runs
-BROKER_CHECK_S = 0.5
-#: how long the services may take to stop once the broker died (they cannot commit anything), before they are
-#: cancelled (the child processes: SIGKILLed)
-DEAD_BROKER_GRACE_S = 2.0
-#: ``/readyz``'s check while the broker is recycled or restarted
-RECYCLING_CHECK = "stack"
 
 
 def install_signals(stop: asyncio.Event) -> None:
@@ -90,19 +91,6 @@ def recycle_policy(
     return RecyclePolicy(settings.kafka.embedded_recycle_records, settings.kafka.embedded_recycle_idle_s)
 
 
-@dataclass
-class _Between:
-    """What one round leaves for ``run_up`` between rounds: the runtime file it wrote (rewritten when the broker
-    dies and when a new one starts: the file always names the live broker) and how the broker ended, if it died."""
-
-    runtime: RuntimeInfo | None = None
-    died: str | None = None
-    #: when it died (monotonic seconds)
-    died_at: float = 0.0
-    #: the round starts after the broker died (not after a recycle, nor the first round)
-    restarted: bool = False
-
-
 async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, broker: EmbeddedBroker | None) -> int:
     """Run rounds until ``up`` is asked to stop (SIGTERM, SIGINT) or a part of it fails (CliError)."""
     terminate = asyncio.Event()
@@ -111,7 +99,7 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
     policy = recycle_policy(settings, config, broker)
     restarts = BrokerRestarts(settings.kafka.embedded_restart_limit, settings.kafka.embedded_restart_window_s)
-    between = _Between()
+    between = BrokerLife()
     recycling_since: float | None = None
     while True:
         between.restarted, between.died = between.died is not None, None
@@ -122,7 +110,7 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
         except KafkaError:  # the broker died while the round started (topics, refill): the same as dying later
             if broker is None or broker.exit_reason() is None:
                 raise
-            _broker_died(broker, metrics, settings, between)
+            broker_died(broker, metrics, settings, between)
             recycle = False
         if terminate.is_set() or broker is None or not (recycle or between.died):
             return 0
@@ -144,28 +132,10 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
         except BrokerStartError as exc:
             raise CliError(f"cannot restart the embedded broker: {exc}", 1) from exc
         (metrics.broker_restarts if between.died else metrics.broker_recycles).inc()
-        _rewrite_runtime(settings, between, broker.pid)
+        rewrite_runtime(settings, between, broker.pid)
         log.info("broker_restarted", broker_pid=broker.pid, bootstrap_servers=broker.bootstrap_servers)
         if terminate.is_set():  # asked to stop meanwhile: the archive holds everything, nothing to refill
             return 0
-
-
-def _rewrite_runtime(settings: Settings, between: _Between, broker_pid: int | None) -> None:
-    """The runtime file of the last round, naming ``broker_pid`` (None: the broker is dead, a new one not yet up)."""
-    if between.runtime is not None:
-        between.runtime = replace(between.runtime, broker_pid=broker_pid)
-        between.runtime.write(settings.runtime_file)
-
-
-def _broker_died(broker: EmbeddedBroker, metrics: Metrics, settings: Settings, between: _Between) -> None:
-    """Note a dead broker once: the log line, ``/readyz``'s reason, the runtime file without its pid."""
-    if between.died is not None:
-        return
-    reason = broker.exit_reason() or "gone"
-    between.died, between.died_at = reason, time.monotonic()
-    log.error("broker_died", broker_pid=broker.pid, reason=reason, action="restart")
-    metrics.health.add(RECYCLING_CHECK, lambda: f"the embedded broker died ({reason}); restarting it")
-    _rewrite_runtime(settings, between, None)
 
 
 async def _round(
@@ -178,7 +148,7 @@ async def _round(
     broker: EmbeddedBroker | None,
     policy: RecyclePolicy | None,
     recycling_since: float | None,
-    between: _Between,
+    between: BrokerLife,
 ) -> bool:
     """One round; True when it ended for a recycle of the broker (``between.died`` says when it ended because the
     broker died)."""
@@ -252,10 +222,10 @@ async def _round(
             tasks.append(in_up)
         running = asyncio.ensure_future(asyncio.gather(*tasks))
         if broker is not None:
-            watch = _watch_broker(broker, metrics, settings, between, stop, archiver, parts, running)
+            watch = watch_broker(broker, metrics, settings, between, stop, archiver, parts, running)
             helpers.append(asyncio.create_task(watch))
         try:
-            await _services_ended(running, between)
+            await services_ended(running, between)
         finally:
             for task in helpers:
                 task.cancel()
@@ -324,51 +294,6 @@ async def _watch(
             log.info("broker_recycle", reason=reason, partition=partition, records=fullest)
             recycled.append(reason)
             stop.set()
-
-
-async def _services_ended(running: asyncio.Future[list[None]], between: _Between) -> None:
-    """Wait for the round's services; the watcher's cancellation of a stop that waited on a dead broker ends them
-    too, a cancellation of ``up`` itself goes on."""
-    try:
-        await running
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if between.died is None or (current is not None and current.cancelling()):
-            raise
-
-
-async def _watch_broker(
-    broker: EmbeddedBroker,
-    metrics: Metrics,
-    settings: Settings,
-    between: _Between,
-    stop: asyncio.Event,
-    archiver: Archiver | None,
-    parts: StackParts,
-    running: asyncio.Future[list[None]],
-) -> None:
-    """Every BROKER_CHECK_S: whether the broker process still runs; when it has died, end the round (``run_up``
-    restarts it). Nothing in flight can be finished or committed on a dead broker: the archiver keeps what it has
-    and its last snapshot of the groups' positions, the child processes get DEAD_BROKER_GRACE_S before SIGKILL,
-    and the services of ``up`` as long before they are cancelled (what they had not committed is read again)."""
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), BROKER_CHECK_S)
-        if broker.exit_reason() is None:
-            continue
-        if archiver is not None:
-            archiver.broker_gone = True
-        parts.hurry(DEAD_BROKER_GRACE_S)
-        _broker_died(broker, metrics, settings, between)
-        stop.set()
-        done, _ = await asyncio.wait({running}, timeout=DEAD_BROKER_GRACE_S)
-        if not done:
-            # once: their cleanup then runs to its end (it may wait on the dead broker a few seconds more). Cutting
-            # it short too left a producer whose batch reached the new broker before the refill (measured), and the
-            # refill leaves a partition that holds records alone
-            log.warning("services_cancelled", reason="the broker died", after_s=DEAD_BROKER_GRACE_S)
-            running.cancel()
-        return
 
 
 def _archive_ended(task: asyncio.Task[None]) -> None:
