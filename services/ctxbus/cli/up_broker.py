@@ -51,6 +51,32 @@ class BrokerLife:
     restarted: bool = False
 
 
+#: where the Kafka client's code lives (its background tasks: a producer's sender, a client's metadata sync)
+CLIENT_PACKAGE = "/aiokafka/"
+
+
+async def reap_client_tasks() -> int:
+    """Cancel every Kafka client task still running after a round that ended on a dead broker, and wait for them;
+    how many there were. A service cancelled while its producer was flushing leaves that producer's sender
+    retrying its batch, and the batch reached the new broker on the same port before the refill (measured with
+    ``ctxbus bench broker-kill``: the refill then left that partition alone). No client of the old round may
+    outlive it; the next round makes its own."""
+    current = asyncio.current_task()
+    leftovers = [
+        task
+        for task in asyncio.all_tasks()
+        if task is not current
+        and not task.done()
+        and CLIENT_PACKAGE in getattr(getattr(task.get_coro(), "cr_code", None), "co_filename", "").replace("\\", "/")
+    ]
+    for task in leftovers:
+        task.cancel()
+    if leftovers:
+        await asyncio.wait(leftovers, timeout=DEAD_BROKER_GRACE_S)
+        log.warning("kafka_client_tasks_reaped", tasks=len(leftovers))
+    return len(leftovers)
+
+
 def rewrite_runtime(settings: Settings, between: BrokerLife, broker_pid: int | None) -> None:
     """The runtime file of the last round, naming ``broker_pid`` (None: the broker is dead, a new one not yet up)."""
     if between.runtime is not None:

@@ -37,6 +37,7 @@ from ctxbus.cli.up_broker import (
     RECYCLING_CHECK,
     BrokerLife,
     broker_died,
+    reap_client_tasks,
     rewrite_runtime,
     services_ended,
     watch_broker,
@@ -125,6 +126,7 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
                 await asyncio.wait_for(terminate.wait(), delay)
             if terminate.is_set():
                 return 0
+            await reap_client_tasks()
         else:
             metrics.health.add(RECYCLING_CHECK, lambda: "recycling the embedded broker")
         try:  # on this (the main) thread: the new broker's parent-death signal follows the thread that starts it
