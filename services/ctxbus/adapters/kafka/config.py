@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbus.adapters.kafka import client_fixes  # noqa: F401  (aiokafka fixes, applied on import)
 from ctxbus.adapters.kafka.security import sasl_args, ssl_context
 from ctxbus.settings import KafkaSettings
 
