@@ -11,11 +11,12 @@ import structlog
 from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
+from ctxbus.adapters.kafka.admin import TopicsRefused
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import adversarial_cmds, broker_bench_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
 from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
-from ctxbus.cli.kafka_failures import unreachable
+from ctxbus.cli.kafka_failures import for_config
 from ctxbus.cli.pipeline_cmds import cmd_bench, pipeline_args
 from ctxbus.cli.up_processes import cpus
 from ctxbus.cli.up_rounds import create_topics, install_signals, run_up
@@ -137,8 +138,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         return asyncio.run(run_up(settings, config, split(() if args.no_services else SERVICES, processes), broker))
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
-    except KafkaError as exc:
-        raise CliError(unreachable(config, exc), 1) from exc
+    except (KafkaError, TopicsRefused) as exc:
+        raise CliError(for_config(config, exc), 1) from exc
     finally:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
@@ -156,8 +157,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(_run_one(args.service, settings, config))
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError, SecretFileError) as exc:
         raise CliError(str(exc), 1) from exc
-    except KafkaError as exc:
-        raise CliError(unreachable(config, exc), 1) from exc
+    except (KafkaError, TopicsRefused) as exc:
+        raise CliError(for_config(config, exc), 1) from exc
 
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
@@ -181,8 +182,8 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
     try:
         created = asyncio.run(create_topics(settings, config))
-    except KafkaError as exc:
-        raise CliError(unreachable(config, exc), 1) from exc
+    except (KafkaError, TopicsRefused) as exc:
+        raise CliError(for_config(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0
