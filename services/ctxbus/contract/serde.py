@@ -91,7 +91,7 @@ def _avro_read(writer: dict[str, Any], reader: dict[str, Any], body: bytes) -> d
     return record
 
 
-#: a filter over a payload record's strings, in place (the publisher's: ctxbus.redaction.redact_strings)
+#: a filter over a payload record's strings, in place (the publisher's: ctxbus.redact.default.redact_strings)
 Scrub = Callable[[dict[str, Any]], object]
 
 

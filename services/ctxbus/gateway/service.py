@@ -40,7 +40,7 @@ from ctxbus.hooks import fallback, spool
 from ctxbus.hooks.client import session_of
 from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for
 from ctxbus.observability import Metrics
-from ctxbus.redaction import redact_strings
+from ctxbus.redact.default import redact_strings
 from ctxbus.settings import HookSettings
 
 log = structlog.get_logger("ctxbus.gateway")

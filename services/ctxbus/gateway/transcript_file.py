@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ctxbus.core.outcome_rules import AssistantReport, CheckRun, Evidence, Feedback
 from ctxbus.core.transcript import evidence_in, last_turn_start, parse_lines
-from ctxbus.redaction import redact_text
+from ctxbus.redact.default import redact_text
 
 #: the most of a transcript one read takes (from its end); a longer increment loses its oldest lines
 MAX_READ_BYTES = 8_000_000

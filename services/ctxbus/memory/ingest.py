@@ -36,7 +36,7 @@ from ctxbus.memory.consolidate import consolidated, is_repeat, merged_files, rep
 from ctxbus.memory.model import MemoryItem
 from ctxbus.memory.near_copies import DEFAULT_NEAR_DUPLICATE, near_duplicates
 from ctxbus.ports import Embedder, SearchMode, SearchQuery, Vector, VectorStore
-from ctxbus.redaction import redact_text
+from ctxbus.redact.default import redact_text
 
 #: the text fields of an item that may hold what a person wrote
 TEXT_FIELDS = ("title", "content", "source", "example_reference", "key_insight", "lesson_learned", "mitigation")

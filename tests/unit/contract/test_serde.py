@@ -142,7 +142,7 @@ def test_store_side_item_fields_never_travel() -> None:
 def test_the_publishers_scrub_redacts_the_payload_and_never_the_envelope(
     request_event: Envelope[RetrievalRequested],
 ) -> None:
-    from ctxbus.redaction import redact_strings
+    from ctxbus.redact.default import redact_strings
 
     secret = "ghp_" + "a1B2" * 9
     event = request_event.model_copy(

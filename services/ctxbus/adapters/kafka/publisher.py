@@ -1,6 +1,6 @@
 """Publishing envelopes: Avro body, routing headers, key = entity id, acknowledged sends.
 
-Every event's payload is redacted as it is encoded (:func:`ctxbus.redaction.redact_strings`: the door every
+Every event's payload is redacted as it is encoded (:func:`ctxbus.redact.default.redact_strings`: the door every
 ctxbus producer passes, so no topic, and so neither the archive, the record nor the store, holds a secret or a
 ``<private>`` span; docs/privacy.md). Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
 :class:`~ctxbus.adapters.kafka.limits.RecordTooLarge` and never reaches the producer client.
@@ -21,7 +21,7 @@ from ctxbus.adapters.kafka.limits import check_record_size
 from ctxbus.adapters.kafka.schemas_topic import announcements
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
-from ctxbus.redaction import redact_strings
+from ctxbus.redact.default import redact_strings
 
 log = structlog.get_logger("ctxbus.publisher")
 #: payload fields that are ids the readers join on, kept as they are (an id is a name, not a secret)

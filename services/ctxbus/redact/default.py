@@ -6,7 +6,7 @@ it reads. detect-secrets is used for what it is good at: its plugins' patterns (
 services, JWTs, checked by its own JWT validator), its private-key markers and its Shannon entropy with its
 thresholds. Where it is weak (newer token formats, passwords in URLs, ``.env`` lines and assignments, headers,
 ``<private>`` spans) or not linear time (patterns with unbounded runs after a repeatable prefix: its npm and
-basic-auth patterns, its keyword plugin), ctxbus's own rules (:mod:`ctxbus.core.secret_rules`) take over.
+basic-auth patterns, its keyword plugin), ctxbus's own rules (:mod:`ctxbus.redact.rules`) take over.
 
 Every detect-secrets pattern is used behind a look-behind on token characters (``(?<![A-Za-z0-9_-])``): a run
 that repeats the pattern's prefix is scanned once, so the whole redaction stays linear in the text's length.
@@ -38,8 +38,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from ctxbus.core.redact import KeywordRule, Redactor, Rule
-from ctxbus.core.secret_rules import AFTER, BEFORE, JWT, PRIVATE_KEY, TOKENS
+from ctxbus.redact.engine import KeywordRule, Redactor, Rule
+from ctxbus.redact.rules import AFTER, BEFORE, JWT, PRIVATE_KEY, TOKENS
 
 #: the detect-secrets plugins whose patterns are used, with the lower-case literals that must occur for them to run
 #: (None: always run). Not used: its npm and basic-auth patterns (unbounded runs: not linear time; ctxbus's own

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from ctxbus.redaction import redact_text
+from ctxbus.redact.default import redact_text
 
 from ..time_budget import (
     KNOWN_WORST_MAKERS,

@@ -1,6 +1,6 @@
 """ctxbus's own secret rules: the shapes detect-secrets misses or matches in a way that is not linear time.
 
-Each rule is a :class:`~ctxbus.core.redact.Rule`; :mod:`ctxbus.redaction` puts them around detect-secrets' own
+Each rule is a :class:`~ctxbus.redact.engine.Rule`; :mod:`ctxbus.redact.default` puts them around detect-secrets' own
 (private keys and authorization headers first, so their bodies are taken whole; the keyword rule last). Every
 long run is preceded by a look-behind on its own characters (``(?<![…])``): a run of a pattern's characters is
 scanned once, from its start, never again from each position inside it.
@@ -12,7 +12,7 @@ import base64
 import binascii
 import re
 
-from ctxbus.core.redact import Rule
+from ctxbus.redact.engine import Rule
 
 _T = "[A-Za-z0-9_-]"
 

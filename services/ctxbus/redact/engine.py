@@ -11,8 +11,8 @@ preceded by a look-behind on its own characters, so a run is scanned once, not o
 (tests/unit/core/test_redact_budget.py checks the scaling on adversarial texts). A rule with ``needles`` runs
 only when one of them occurs in the lower-cased text, so most rules cost one substring search.
 
-The rules themselves are data: ctxbus's own in :mod:`ctxbus.core.secret_rules`, detect-secrets' plugins in
-:mod:`ctxbus.redaction`, which builds the default redactor.
+The rules themselves are data: ctxbus's own in :mod:`ctxbus.redact.rules`, detect-secrets' plugins in
+:mod:`ctxbus.redact.default`, which builds the default redactor.
 """
 
 from __future__ import annotations
