@@ -10,7 +10,7 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -304,6 +304,29 @@ class ArchiveSettings(BaseSettings):
     retention_bytes: int = Field(default=1 << 30, ge=1 << 20)
 
 
+class CaptureSettings(BaseSettings):
+    """Memory captured from Claude Code sessions by rules, with no model call (ctxbus.capture; the gateway runs it
+    after a Stop, SessionEnd or PreCompact hook has answered)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_CAPTURE_", extra="ignore", populate_by_name=True)
+
+    #: ``CTXBUS_CAPTURE=off`` turns capture off everywhere (a project's ``.claude/ctxbus.json`` ``"capture": false``
+    #: turns it off for that repository)
+    enabled: bool = Field(default=True, validation_alias=AliasChoices("CTXBUS_CAPTURE", "CTXBUS_CAPTURE_ENABLED"))
+    #: glob patterns (comma- or os.pathsep-separated) of directories and files never captured from: a session whose
+    #: directory matches captures nothing; an item naming a matching file is not stored
+    exclude: str = ""
+    #: the most of a transcript one capture reads (its end)
+    max_transcript_bytes: int = Field(default=8_000_000, ge=10_000, le=200_000_000)
+    #: captures waiting for the gateway's background worker (more are dropped and logged)
+    queue: int = Field(default=1_000, ge=1, le=100_000)
+
+    @property
+    def exclude_globs(self) -> tuple[str, ...]:
+        parts = self.exclude.replace(os.pathsep, ",").split(",")
+        return tuple(p.strip() for p in parts if p.strip())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CTXBUS_", extra="ignore")
 
@@ -324,6 +347,8 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    #: not named ``capture``: a nested group's own name is read as a JSON variable (CTXBUS_CAPTURE is the switch)
+    session_capture: CaptureSettings = Field(default_factory=CaptureSettings)
 
     @field_validator("topic_prefix")
     @classmethod

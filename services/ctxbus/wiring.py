@@ -321,7 +321,9 @@ async def run_gateway(
     API (``/v1/search``, ``/v1/prime``, ``/v1/count``) on their embedder and store, once the retriever opened them.
     """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
+    from ctxbus.capture.redaction import capture_redactor  # noqa: PLC0415
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
+    from ctxbus.gateway.capture import SessionCapture  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
@@ -351,8 +353,24 @@ async def run_gateway(
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
+        # memory captured from the sessions by rules, after each hook has answered (every text redacted first)
+        capture = (
+            SessionCapture(topics, publisher, settings.session_capture, redact=capture_redactor())
+            if settings.session_capture.enabled
+            else None
+        )
         gateway = HookGateway(
-            settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm, memory=memory
+            settings.hook,
+            topics,
+            publisher,
+            router,
+            metrics,
+            library,
+            outcomes,
+            patterns,
+            warm,
+            memory=memory,
+            capture=capture,
         )
         server = HttpServer(
             admission.wrap(gateway.handle),
@@ -374,3 +392,5 @@ async def run_gateway(
             metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()
+            if capture is not None:
+                await capture.close()
