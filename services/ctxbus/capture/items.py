@@ -72,8 +72,9 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
     files = [path for path, _ in fix.edits]
     title = f"Fix for {sig.key} in {', '.join(basename(f) for f in files[:3])}"
     parts = [f"{_code(fix.failed_command)} failed with {names}"]
-    if sig.headline and sig.headline not in names:
-        parts[0] += f": {sig.headline}"
+    stated = [line for line in (sig.lines or (sig.headline,)) if line and line not in names]
+    if stated:
+        parts[0] += ": " + " | ".join(stated)
     if fix.hits > 1:
         parts.append(f"(hit {fix.hits} times before the fix)")
     changes = "; ".join(f"{path} ({piece})" if piece else path for path, piece in fix.edits)
@@ -93,6 +94,8 @@ def _episode_text(episode: Episode) -> tuple[str, str]:
     parts.append(f"Changed: {', '.join(episode.files)}.")
     if episode.commands:
         parts.append("Verified by " + ", ".join(_code(c) for c in episode.commands) + ".")
+    if episode.result:
+        parts.append(f"Result: {episode.result}")
     return title, " ".join(parts)
 
 

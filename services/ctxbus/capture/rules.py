@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from ctxbus.capture.prompts import remembered, rule_in
 from ctxbus.capture.signature import Signature, basename, gist, quotable, relative, signature_of
 from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, Span, Step
 from ctxbus.contract.payloads import Outcome
-from ctxbus.core.check_commands import BUILD
+from ctxbus.core.check_commands import BUILD, Check
 from ctxbus.core.feedback_text import read_assistant_report, read_feedback
 from ctxbus.core.outcome_rules import AssistantReport, Evidence, Feedback, Verdict, decide
 
@@ -72,6 +72,8 @@ class Episode:
     commands: tuple[str, ...]
     outcome: Outcome
     deciding_rule: str
+    #: the first sentences of the session's last answer (what was done, in the assistant's words)
+    result: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +96,15 @@ class _Open:
     """An error seen failing and not yet fixed."""
 
     signature: Signature
-    family: str
+    families: tuple[str, ...]
     kind: str
     toolchain: str | None
     command: str
     span: Span
     hits: int = 1
     edits: list[EditStep] = field(default_factory=list)
+    #: a later run of its check no longer showed it (after edits): fixed, once a run of its check passes
+    resolved: bool = False
 
 
 def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[str, str], ...]:
@@ -115,32 +119,48 @@ def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[st
     return tuple((path, " / ".join(pieces)[:300]) for path, pieces in list(by_path.items())[:MAX_FILES])
 
 
+def _covers(error: _Open, step: RunStep) -> bool:
+    return bool(set(error.families) & set(step.all_families))
+
+
+def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
+    """The open errors a passing run fixes: those of a check it runs, else of its kind, else (a failed build) of its
+    toolchain (a passing ``cargo test`` compiled what ``cargo build`` failed)."""
+    closing = [e for e in open_errors if _covers(e, step)]
+    if not closing:
+        closing = [e for e in open_errors if e.kind == step.run.check.kind]
+    if not closing and step.run.check.toolchain:
+        closing = [e for e in open_errors if e.kind == BUILD and e.toolchain == step.run.check.toolchain]
+    return closing
+
+
 def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
-    """One lesson per distinct error that failed, was edited for and then passed."""
+    """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
+    its check that failed on something else, and that check passed in the end)."""
     open_errors: list[_Open] = []
     lessons: list[Lesson] = []
     for step in steps:
         if isinstance(step, EditStep):
             for error in open_errors:
-                error.edits.append(step)
+                if not error.resolved:
+                    error.edits.append(step)
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
             sig = signature_of(step.output, step.run.detail)
-            same = next(
-                (e for e in open_errors if e.family == step.run.check.family and e.signature.same_error(sig)), None
-            )
+            same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
+            for error in open_errors:  # gone from a later run of its own check, after edits: it was fixed
+                if error is not same and not error.resolved and error.edits and _covers(error, step):
+                    error.resolved = True
             if same is not None:
                 same.hits += 1
                 same.command = step.run.command
+                same.resolved = False
             else:
                 check = step.run.check
-                open_errors.append(_Open(sig, check.family, check.kind, check.toolchain, step.run.command, step.span))
+                open_errors.append(
+                    _Open(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
+                )
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
-            closing = [e for e in open_errors if e.family == step.run.check.family]
-            if not closing:
-                closing = [e for e in open_errors if e.kind == step.run.check.kind]
-            if not closing and step.run.check.toolchain:  # a passing `cargo test` compiled what `cargo build` failed
-                closing = [e for e in open_errors if e.kind == BUILD and e.toolchain == step.run.check.toolchain]
-            for error in closing:
+            for error in _closing(open_errors, step):
                 open_errors.remove(error)
                 if error.edits:
                     fix = Fix(
@@ -161,6 +181,12 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
     for index, step in enumerate(steps):
         if isinstance(step, RunStep):
             found.append(step.run)
+            if step.run.verdict is Verdict.PASSED:  # ``ruff check && mypy`` passing passed both checks
+                found.extend(
+                    replace(step.run, key=f"{step.run.key}:{family}", check=Check(family, step.run.check.kind))
+                    for family in step.all_families
+                    if family != step.run.check.family
+                )
         elif isinstance(step, AnswerStep):
             answered, final = True, (len(found), step.text)
         elif isinstance(step, PromptStep) and answered and remembered(step.text) is None and rule_in(step.text) is None:
@@ -181,6 +207,19 @@ def _abandoned(steps: Sequence[Step]) -> bool:
         return True
     prompts = [s for s in steps if isinstance(s, PromptStep)]
     return bool(prompts) and any(word in prompts[-1].text.lower()[:120] for word in _ABANDON)
+
+
+RESULT_CHARS = 400
+
+
+def _summary(answer: str) -> str:
+    """The head of the last answer, whole sentences where they fit."""
+    text = " ".join(answer.replace("`", "").split())
+    if len(text) <= RESULT_CHARS:
+        return text
+    cut = text[:RESULT_CHARS]
+    end = max(cut.rfind(". "), cut.rfind("; "))
+    return cut[: end + 1] if end > RESULT_CHARS // 3 else cut
 
 
 def _worked_after_last_prompt(steps: Sequence[Step]) -> bool:
@@ -211,6 +250,7 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     follow_ups = tuple(" ".join(t.text.split())[:FOLLOW_UP_CHARS] for t in tasks[1:] if rule_in(t.text) is None)[
         :MAX_FOLLOW_UPS
     ]
+    answers = [s.text for s in steps if isinstance(s, AnswerStep)]
     fact = Episode(
         " ".join(first.text.split())[:TASK_CHARS],
         follow_ups,
@@ -218,6 +258,7 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
         commands,
         decision.outcome,
         decision.rules[0] if decision.rules else "",
+        _summary(answers[-1]) if answers else "",
     )
     spans = [s.span for s in steps if s.span.start is not None]
     span = Span(spans[0].start, spans[-1].end) if spans else Span()

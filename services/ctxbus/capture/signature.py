@@ -23,6 +23,16 @@ _EXCEPTION = re.compile(
 )
 #: a CamelCase name raised: ``E   app.errors.TokenExpired: ...`` or pytest's ``reset.py:42: TokenReused``
 _RAISED = re.compile(r"^(?:E\s+|.*\.\w+:\d+: )?(?:[a-z_]\w*\.)*([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?::\s|:?$)", re.M)
+#: named failures with no exception class: the Go race detector, policy checks (checkov CKV_AWS_111), lint rule ids
+#: in links (clippy's ``index.html#ptr_arg``) and rule names (``clippy::ptr_arg``), Terraform's ``Error: <summary>``
+_NAMED = re.compile(
+    r"(DATA RACE|\bdeadlock\b|Segmentation fault|\bCKV2?_[A-Z0-9]+_\d+|\bAVD-[A-Z]+-\d{4}|\bSC\d{4}\b|\bDL\d{4}\b|"
+    r"(?<=clippy::)[\w-]+|(?<=index\.html#)\w+)"
+)
+_TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
+#: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...)
+_LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}: (?!note:|warning:)(.{4,160})$", re.M)
+_UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 _GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 _FAILED_TESTS = (
     re.compile(r"^FAILED ([\w./\\-]+::[\w:.\[\]-]+)", re.M),  # pytest summary
@@ -38,7 +48,7 @@ _FAILED_TESTS = (
 )
 _HEADLINE = re.compile(
     r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[ ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
-    r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+)$",
+    r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+)$",
     re.M,
 )
 #: a path with a source-like extension, optionally with :line
@@ -48,6 +58,7 @@ _PATH = re.compile(
 #: identifiers that name nothing in particular
 _GENERIC = frozenset({"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit"})
 MAX_IDENTIFIERS = 6
+ERROR_LINES = 3
 HEADLINE_CHARS = 200
 GIST_LINES = 3
 GIST_LINE_CHARS = 120
@@ -60,6 +71,8 @@ class Signature:
     headline: str
     #: files the output points at (tracebacks, file:line), as written
     locations: tuple[str, ...] = ()
+    #: the lines that state the error, in order (at most ERROR_LINES)
+    lines: tuple[str, ...] = ()
 
     def same_error(self, other: Signature) -> bool:
         if self.identifiers and other.identifiers:
@@ -98,16 +111,25 @@ def signature_of(output: str, detail: str = "") -> Signature:
             _add(found, match.group(1))
     for match in _EXCEPTION.finditer(text):
         _add(found, match.group(1).rsplit(".", 1)[-1])
+    for match in _NAMED.finditer(text):
+        clippy = text[max(0, match.start() - 8) : match.start()] == "clippy::"
+        _add(found, match.group(1).replace("-", "_") if clippy else match.group(1))
+    for match in _TF_ERROR.finditer(text):
+        _add(found, match.group(1).strip())
+    for match in _UNDEFINED.finditer(text):
+        _add(found, match.group(1))
     for match in _RAISED.finditer(text):
         _add(found, match.group(1))
     for match in _GO_PANIC.finditer(text):
         _add(found, match.group(1))
-    headline = ""
-    for match in _HEADLINE.finditer(text):
-        line = " ".join(match.group(0).split())
-        if line and not line.lower().startswith(("error: exit code", "exit code")):
-            headline = line[:HEADLINE_CHARS]
-            break
+    at: dict[str, int] = {}
+    for pattern in (_HEADLINE, _LOCATED):
+        for match in pattern.finditer(text):
+            line = " ".join(match.group(0).split())[:HEADLINE_CHARS]
+            if line and not line.lower().startswith(("error: exit code", "exit code")):
+                at.setdefault(line, match.start())
+    ordered = sorted(at, key=lambda line: at[line])[:ERROR_LINES]
+    headline = ordered[0] if ordered else ""
     if not headline:
         headline = " ".join(detail.split())[:HEADLINE_CHARS]
     locations: list[str] = []
@@ -115,7 +137,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
         path = match.group(1)
         if "site-packages" not in path and "node_modules" not in path and path not in locations:
             locations.append(path)
-    return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]))
+    return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
 
 
 def relative(path: str, cwd: str | None) -> str:

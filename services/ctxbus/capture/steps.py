@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbus.core.check_output import check_run, exit_code_in
+from ctxbus.capture.checks import checks_in, main_check
+from ctxbus.core.check_output import exit_code_in, read_result
 from ctxbus.core.hook_evidence import tool_evidence
 from ctxbus.core.outcome_rules import CheckRun
 from ctxbus.core.transcript import assistant_text_of, prompt_of
@@ -58,6 +59,36 @@ class RunStep:
     run: CheckRun
     output: str
     span: Span = Span()
+    #: the families of every check the command line runs (``ruff check && mypy``: both)
+    families: tuple[str, ...] = ()
+
+    @property
+    def all_families(self) -> tuple[str, ...]:
+        return self.families or (self.run.check.family,)
+
+
+#: characters of a command kept in a check run (as the outcome rules keep them)
+COMMAND_CHARS = 160
+
+
+def run_step(
+    key: str,
+    command: str,
+    output: str,
+    *,
+    exit_code: int | None,
+    interrupted: bool = False,
+    tool_error: bool = False,
+    span: Span = Span(),
+) -> RunStep | None:
+    """The step of a shell call when its command runs a check capture knows (else None)."""
+    check = main_check(command)
+    if check is None:
+        return None
+    verdict, rule, detail = read_result(output, exit_code=exit_code, interrupted=interrupted, tool_error=tool_error)
+    run = CheckRun(key, check, " ".join(command.split())[:COMMAND_CHARS], verdict, rule, detail)
+    families = tuple(c.family for c in checks_in(command))
+    return RunStep(run, output[-OUTPUT_CHARS:], span, families)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +207,10 @@ class TranscriptSteps:
         if prompt is not None:
             yield PromptStep(prompt, self.answered, span)
             return
+        if entry.get("type") == "assistant" and not entry.get("isSidechain"):
+            self.answered = True  # a tool call is a turn too: a prompt after it may correct it
         answer = assistant_text_of(entry)
         if answer:
-            self.answered = True
             yield AnswerStep(answer, span)
         content = _content(entry)
         if entry.get("type") == "user" and not entry.get("isMeta") and "[Request interrupted by user" in _text(content):
@@ -211,15 +243,15 @@ class TranscriptSteps:
         output, interrupted = _result_output(block, entry)
         result_text = _text(block.get("content"))
         text = f"{result_text}\n{output}" if is_error else output
-        run = check_run(
+        return run_step(
             str(block["tool_use_id"]),
             command,
             text,
             exit_code=exit_code_in(result_text) if is_error else 0,
             interrupted=interrupted,
             tool_error=is_error,
+            span=span,
         )
-        return None if run is None else RunStep(run, text[-OUTPUT_CHARS:], span)
 
 
 def transcript_steps(data: bytes, base: int = 0) -> tuple[list[Step], str | None]:
@@ -241,8 +273,9 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
     name = str(hook_input.get("tool_name", "")).lower()
     if name in EDIT_TOOLS:
         return None if event == "PostToolUseFailure" else edit_step(name, hook_input.get("tool_input"))
-    run = tool_evidence(hook_input)
-    if run is None:
+    tool_input = hook_input.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if name not in SHELL_TOOLS or not isinstance(command, str) or main_check(command) is None:
         return None
     response = hook_input.get("tool_response")
     if isinstance(response, dict):
@@ -252,4 +285,11 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
     error = hook_input.get("error")
     if isinstance(error, str):
         output = f"{error}\n{output}"
-    return RunStep(run, output[-OUTPUT_CHARS:])
+    families = tuple(c.family for c in checks_in(command))
+    run = tool_evidence(hook_input)  # the outcome inference's reading of the result, when it knows the check
+    if run is not None:
+        return RunStep(run, output[-OUTPUT_CHARS:], Span(), families)
+    failed = event == "PostToolUseFailure"
+    code = (exit_code_in(output) or 1) if failed else 0
+    key = str(hook_input.get("tool_use_id") or "hook")
+    return run_step(key, command, output, exit_code=code, tool_error=failed)
