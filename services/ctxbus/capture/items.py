@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ctxbus.capture.rules import Episode, Fix, Lesson, RuleName, Said
-from ctxbus.capture.signature import basename
+from ctxbus.capture.signature import bare_command, basename
 from ctxbus.memory.consolidate import CAPTURED_CONFIDENCE
 from ctxbus.memory.model import (
     CAPTURED_SOURCE,
@@ -71,7 +71,7 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
     names = ", ".join(sig.identifiers) or "an error"
     files = [path for path, _ in fix.edits]
     title = f"Fix for {sig.key} in {', '.join(basename(f) for f in files[:3])}"
-    parts = [f"{_code(fix.failed_command)} failed with {names}"]
+    parts = [f"{_code(bare_command(fix.failed_command))} failed with {names}"]
     stated = [line for line in (sig.lines or (sig.headline,)) if line and line not in names]
     if stated:
         parts[0] += ": " + " | ".join(stated)
@@ -79,7 +79,9 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
         parts.append(f"(hit {fix.hits} times before the fix)")
     changes = "; ".join(f"{path} ({piece})" if piece else path for path, piece in fix.edits)
     parts.append(f"Fixed by editing {changes}.")
-    parts.append(f"Verified: {_code(fix.verified_by)} passed.")
+    parts.append(f"Verified: {_code(bare_command(fix.verified_by))} passed.")
+    if fix.task:
+        parts.append(f"(While: {fix.task})")
     insight = f"{sig.key}: fixed in {', '.join(files[:3])}"
     pieces = [piece for _, piece in fix.edits if piece]
     lesson = f"When {sig.key} appears, look at {', '.join(files[:3])}" + (f": {pieces[0]}" if pieces else "")
@@ -144,6 +146,8 @@ def item_of(
             tags = (CAPTURED_TAG, "remember")
         else:
             title, content = fact.quote[:TITLE_CHARS], f'The user said: "{fact.quote}"'
+            if fact.after:
+                content += f" (after {fact.after})"
             kind = MemoryKind.WARNING if fact.negative else MemoryKind.PRINCIPLE
             confidence = CORRECTION_CONFIDENCE
             tags = (CAPTURED_TAG, "correction")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from ctxbus.capture.prompts import remembered, rule_in
-from ctxbus.capture.signature import Signature, basename, gist, quotable, relative, signature_of
-from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, Span, Step
+from ctxbus.capture.signature import Signature, bare_command, basename, gist, quotable, relative, signature_of
+from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, ShellStep, Span, Step
 from ctxbus.contract.payloads import Outcome
 from ctxbus.core.check_commands import BUILD, Check
 from ctxbus.core.feedback_text import read_assistant_report, read_feedback
@@ -62,6 +62,8 @@ class Fix:
     #: (path, gist of the added lines) of the edits after its first failure, in order, one per path
     edits: tuple[tuple[str, str], ...]
     verified_by: str
+    #: the session's task (its first prompt), clipped: the work the error came up in
+    task: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,8 @@ class Said:
 
     quote: str
     negative: bool
+    #: what the assistant had just done (a command, the files it edited): the situation the rule was said in
+    after: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +138,14 @@ def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
     return closing
 
 
+TASK_CONTEXT_CHARS = 160
+
+
 def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
     """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
     its check that failed on something else, and that check passed in the end)."""
+    prompts = [s.text for s in steps if isinstance(s, PromptStep) and remembered(s.text) is None]
+    task = " ".join(prompts[0].split())[:TASK_CONTEXT_CHARS] if prompts else ""
     open_errors: list[_Open] = []
     lessons: list[Lesson] = []
     for step in steps:
@@ -169,6 +178,7 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                         error.hits,
                         _edits_summary(error.edits, cwd),
                         step.run.command,
+                        task,
                     )
                     lessons.append(Lesson(RuleName.FAILURE_FIX, Span(error.span.start, step.span.end), fix))
     return lessons
@@ -244,7 +254,7 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     if decision.outcome is Outcome.UNKNOWN and not _worked_after_last_prompt(steps):
         return None
     files = tuple(dict.fromkeys(relative(e.path, cwd) for e in edits))[:MAX_FILES]
-    passed = [s.run.command for s in steps if isinstance(s, RunStep) and s.run.verdict is Verdict.PASSED]
+    passed = [bare_command(s.run.command) for s in steps if isinstance(s, RunStep) and s.run.verdict is Verdict.PASSED]
     commands = tuple(dict.fromkeys(reversed(passed)))[:MAX_COMMANDS]
     first = tasks[0]
     follow_ups = tuple(" ".join(t.text.split())[:FOLLOW_UP_CHARS] for t in tasks[1:] if rule_in(t.text) is None)[
@@ -265,10 +275,24 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     return Lesson(RuleName.EPISODE, span, fact)
 
 
-def said(steps: Sequence[Step]) -> list[Lesson]:
+def _situation(before: Sequence[Step], cwd: str | None) -> str:
+    """What the assistant did last before a prompt: its last command, else the files it last edited."""
+    for step in reversed(before):
+        if isinstance(step, PromptStep):
+            return ""
+        if isinstance(step, ShellStep):
+            return f"`{bare_command(step.command)}`"
+        if isinstance(step, RunStep):
+            return f"`{bare_command(step.run.command)}`"
+        if isinstance(step, EditStep):
+            return f"editing {relative(step.path, cwd)}"
+    return ""
+
+
+def said(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
     """``remember:`` prompts and corrections stating a standing rule after an assistant turn."""
     lessons: list[Lesson] = []
-    for step in steps:
+    for index, step in enumerate(steps):
         if not isinstance(step, PromptStep):
             continue
         text = remembered(step.text)
@@ -278,7 +302,8 @@ def said(steps: Sequence[Step]) -> list[Lesson]:
         if step.after_answer:
             rule = rule_in(step.text)
             if rule is not None:
-                lessons.append(Lesson(RuleName.CORRECTION, step.span, Said(rule.quote, rule.negative)))
+                said_after = _situation(steps[:index], cwd)
+                lessons.append(Lesson(RuleName.CORRECTION, step.span, Said(rule.quote, rule.negative, said_after)))
     return lessons
 
 
@@ -288,7 +313,7 @@ def lessons_of(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
     whole = episode(steps, cwd)
     if whole is not None:
         found.append(whole)
-    return found + said(steps)
+    return found + said(steps, cwd)
 
 
 def basenames(paths: Sequence[str]) -> list[str]:

@@ -32,6 +32,8 @@ _NAMED = re.compile(
 _TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
 #: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...)
 _LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}: (?!note:|warning:)(.{4,160})$", re.M)
+#: golangci-lint names the linter at the end of a finding: ``file.go:57:9: Error return value ... (errcheck)``
+_LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?: .+\((\w+)\)\s*$", re.M)
 _UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 _GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 _FAILED_TESTS = (
@@ -116,6 +118,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
         _add(found, match.group(1).replace("-", "_") if clippy else match.group(1))
     for match in _TF_ERROR.finditer(text):
         _add(found, match.group(1).strip())
+    for match in _LINTER.finditer(text):
+        _add(found, match.group(1))
     for match in _UNDEFINED.finditer(text):
         _add(found, match.group(1))
     for match in _RAISED.finditer(text):
@@ -138,6 +142,15 @@ def signature_of(output: str, detail: str = "") -> Signature:
         if "site-packages" not in path and "node_modules" not in path and path not in locations:
             locations.append(path)
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
+
+
+_ENV_PREFIX = re.compile(r"^(?:\s*[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")
+
+
+def bare_command(command: str) -> str:
+    """A command as a reader needs it: without the ``VAR=value`` assignments before it (they hold credentials more
+    often than meaning)."""
+    return _ENV_PREFIX.sub("", command).strip() or command
 
 
 def relative(path: str, cwd: str | None) -> str:

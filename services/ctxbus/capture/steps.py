@@ -103,13 +103,21 @@ class EditStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ShellStep:
+    """A Bash call that runs no check (an install, a git command ...): context for what the user said next."""
+
+    command: str
+    span: Span = Span()
+
+
+@dataclass(frozen=True, slots=True)
 class InterruptStep:
     """The user interrupted a turn."""
 
     span: Span = Span()
 
 
-Step = PromptStep | AnswerStep | RunStep | EditStep | InterruptStep
+Step = PromptStep | AnswerStep | RunStep | EditStep | ShellStep | InterruptStep
 
 
 def lines_with_offsets(data: bytes, base: int = 0) -> Iterator[tuple[dict[str, Any], Span]]:
@@ -243,7 +251,7 @@ class TranscriptSteps:
         output, interrupted = _result_output(block, entry)
         result_text = _text(block.get("content"))
         text = f"{result_text}\n{output}" if is_error else output
-        return run_step(
+        step = run_step(
             str(block["tool_use_id"]),
             command,
             text,
@@ -252,6 +260,7 @@ class TranscriptSteps:
             tool_error=is_error,
             span=span,
         )
+        return step if step is not None else ShellStep(" ".join(command.split())[:COMMAND_CHARS], span)
 
 
 def transcript_steps(data: bytes, base: int = 0) -> tuple[list[Step], str | None]:
@@ -275,8 +284,10 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
         return None if event == "PostToolUseFailure" else edit_step(name, hook_input.get("tool_input"))
     tool_input = hook_input.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if name not in SHELL_TOOLS or not isinstance(command, str) or main_check(command) is None:
+    if name not in SHELL_TOOLS or not isinstance(command, str):
         return None
+    if main_check(command) is None:
+        return ShellStep(" ".join(command.split())[:COMMAND_CHARS])
     response = hook_input.get("tool_response")
     if isinstance(response, dict):
         output = f"{response.get('stdout') or ''}\n{response.get('stderr') or ''}"

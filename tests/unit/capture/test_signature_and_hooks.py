@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from ctxbus.capture.engine import capture_steps
 from ctxbus.capture.items import SessionFacts
 from ctxbus.capture.signature import gist, signature_of
-from ctxbus.capture.steps import AnswerStep, EditStep, PromptStep, RunStep, Step, hook_step
+from ctxbus.capture.steps import AnswerStep, EditStep, PromptStep, RunStep, ShellStep, Step, hook_step
 
 from .transcript_builder import PYTEST_FAIL, PYTEST_PASS
 
@@ -58,6 +58,6 @@ def test_hook_inputs_give_the_same_lesson() -> None:
 
 def test_other_tools_and_events_are_no_steps() -> None:
     assert hook_step(hook("PostToolUse", "Read", {"file_path": "/w/a.py"})) is None
-    assert hook_step(hook("PostToolUse", "Bash", {"command": "ls"}, {"stdout": "a"})) is None
+    assert hook_step(hook("PostToolUse", "Bash", {"command": "ls"}, {"stdout": "a"})) == ShellStep("ls")  # context
     assert hook_step({"hook_event_name": "Stop"}) is None
     assert hook_step({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}) == PromptStep("hi", after_answer=False)
