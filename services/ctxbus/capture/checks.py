@@ -13,11 +13,26 @@ from __future__ import annotations
 import re
 import shlex
 
-from ctxbus.core.check_commands import BUILD, LINT, Check, check_of_command, check_of_segment
+from ctxbus.core.check_commands import BUILD, LINT, TEST, TYPECHECK, Check, check_of_command, check_of_segment
 
 _SPLIT = re.compile(r"\|\||&&|[;|\n]")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_WRAPPERS = {"sudo", "env", "time", "nice", "command", "exec", "npx", "pnpm", "bunx", "uv", "poetry", "pipenv"}
+_WRAPPERS = {
+    "sudo",
+    "env",
+    "time",
+    "nice",
+    "command",
+    "exec",
+    "npx",
+    "pnpm",
+    "bunx",
+    "uv",
+    "poetry",
+    "pipenv",
+    "bundle",
+    "bin/rails",
+}
 _RUN_WORDS = {"run", "exec", "dlx"}
 _SCANNERS = {
     "checkov": LINT,
@@ -70,11 +85,33 @@ def extra_check(segment: str) -> Check | None:
         if rest and rest[0] == "makemigrations" and "--check" in rest:
             return Check("django makemigrations", LINT)
         return None
+    if head == "dbt" and sub in {"test", "run", "build", "compile", "seed", "snapshot"}:
+        return Check(f"dbt {sub}", TEST if sub == "test" else BUILD)
+    if head == "airflow" and sub in {"dags", "tasks"} and "test" in words:
+        return Check(f"airflow {sub} test", TEST)
+    if head == "sqlfluff" and sub == "lint":
+        return Check("sqlfluff", LINT)
+    if head == "mix" and sub in {"credo", "dialyzer", "format", "ecto.migrate"}:
+        if sub == "format" and "--check-formatted" not in words:
+            return None
+        kinds = {"credo": LINT, "dialyzer": TYPECHECK, "format": LINT, "ecto.migrate": BUILD}
+        return Check(f"mix {sub}", kinds[sub], "mix")
+    if head in {"rails", "rake"} and sub in {"test", "spec", "db:migrate"}:
+        return Check(f"rails {sub}", BUILD if sub == "db:migrate" else TEST)
+    if head in {"clang-tidy", "cppcheck", "cpplint", "ktlint", "detekt", "swiftlint", "standardrb", "erb_lint"}:
+        return Check(head, LINT)
+    if head == "cmake" and ("-S" in words or "-B" in words) and "--build" not in words:
+        return Check("cmake configure", BUILD)
     if head == "alembic" and sub == "upgrade":
         return Check("alembic upgrade", BUILD)
     if head == "prisma" and sub in {"validate", "migrate"}:
         return Check(f"prisma {sub}", BUILD)
     return None
+
+
+def check_key(check: Check) -> str:
+    """What tells two checks apart: the family and the kind (``gradle`` runs tests, lint and builds)."""
+    return f"{check.family}:{check.kind}"
 
 
 def checks_in(command: str) -> list[Check]:
@@ -85,7 +122,7 @@ def checks_in(command: str) -> list[Check]:
             continue
         check = check_of_segment(segment) or extra_check(segment)
         if check is not None:
-            found.setdefault(check.family, check)
+            found.setdefault(check_key(check), check)
     return list(found.values())
 
 

@@ -13,12 +13,19 @@ REMEMBER = re.compile(r"^\s*(?:please\s+)?remember\s*:\s*(?P<text>\S.*)", re.I |
 #: how a clause that states a standing rule begins (after "no,", "please", "and" ...): an instruction, not a story
 #: ("the cookie never gets set" is no rule; "never set cookies by hand" is)
 _OPENER = re.compile(
-    r"^(?:(?:and|also|so|but|please|then|here|just|in this (?:repo|project|codebase|team)|in our \w+|around here)"
-    r"[,:]?\s+)*"
-    r"(?:always|never|don'?t|do not|stop (?:using|doing|adding|calling|writing|putting|running)|avoid|use|prefer|"
-    r"only use|we (?:always|never|use|don'?t|do not|prefer|only|keep|run|put|write|name)|"
-    r"(?:you|it|this|that|everything|tests?|files?) (?:should|must|need to|has to|have to)(?:n'?t| not)?|"
-    r"make sure (?:to|you always)|(?:the )?rule (?:is|here is))\b",
+    r"^(?:(?:and|also|so|but|please|then|here|just|from now on|going forward|in (?:this|our) (?:repo|project|codebase|"
+    r"team|code)|in our \w+|around here)[,:]?\s+)*"
+    r"(?:always|never|don'?t|do not|stop (?:using|doing|adding|calling|writing|putting|running|committing)|avoid|"
+    r"use (?!(?:the|that|this|these|those|it|a|an|my|your|one)\b)|prefer|only use|"
+    r"we (?:always|never|use|don'?t|do not|prefer|only|keep|run|put|write|name|should|must|need to)|"
+    r"(?:you|everyone|everything|all \w+) (?:should|must|need to|has to|have to)(?:n'?t| not)?|"
+    r"make sure (?:to|you) always|(?:the|our) (?:rule|convention|policy|standard)(?: here)? is (?!in\b|at\b))",
+    re.I,
+)
+#: a standing rule anywhere in a clause: "migrations must never be edited", "X is not allowed", "from now on"
+_ANYWHERE = re.compile(
+    r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|"
+    r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward)\b",
     re.I,
 )
 #: "X, not Y" / "instead of Y": a preference stated anywhere in the clause
@@ -30,7 +37,7 @@ _REJECT = re.compile(r"^\s*(?:no|nope|nah|wrong|stop|hold on|wait)\b[\s,.!:;-]+"
 _ONE_OFF = re.compile(
     r"\b(?:never ?mind|no (?:thanks|worries|problem|need)|the other (?:one|file|function|test)|that one|this one|"
     r"this time|just this|for now|right now|line \d+|that file|wrong file|not that|the previous|go back|undo that|"
-    r"revert (?:that|it|this))\b",
+    r"revert (?:that|it|this)|don'?t (?:worry|bother|forget)|just (?:the|this|that)|for this (?:one|task|pr|change))\b",
     re.I,
 )
 _NEGATIVE = re.compile(
@@ -59,7 +66,7 @@ def _is_rule(sentence: str) -> bool:
     if sentence.rstrip().endswith("?") or _ONE_OFF.search(sentence):
         return False
     clauses = [c for c in _CLAUSE.split(sentence) if c]
-    if any(_OPENER.match(c) for c in clauses):
+    if any(_OPENER.match(c) for c in clauses) or _ANYWHERE.search(sentence):
         return True
     return bool(_PREFERENCE.search(sentence)) and any(re.match(r"^(?:we |use |\w+ is )", c, re.I) for c in clauses)
 

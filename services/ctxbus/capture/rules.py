@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from ctxbus.capture.checks import check_key
 from ctxbus.capture.prompts import remembered, rule_in
 from ctxbus.capture.signature import Signature, bare_command, basename, gist, quotable, relative, signature_of
 from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, ShellStep, Span, Step
@@ -192,10 +193,11 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
         if isinstance(step, RunStep):
             found.append(step.run)
             if step.run.verdict is Verdict.PASSED:  # ``ruff check && mypy`` passing passed both checks
+                main = check_key(step.run.check)
                 found.extend(
-                    replace(step.run, key=f"{step.run.key}:{family}", check=Check(family, step.run.check.kind))
-                    for family in step.all_families
-                    if family != step.run.check.family
+                    replace(step.run, key=f"{step.run.key}:{key}", check=Check(*key.rsplit(":", 1)))
+                    for key in step.all_families
+                    if key != main
                 )
         elif isinstance(step, AnswerStep):
             answered, final = True, (len(found), step.text)

@@ -19,10 +19,29 @@ _CODE = re.compile(r"\b(TS\d{4}|CS\d{4}|E\d{4}|[EFWCBNDSUIR]\d{3,4}|SA\d{4}|PLR\
 _MYPY_CODE = re.compile(r"\[([a-z]+(?:-[a-z]+)+|[a-z]+-?[a-z]*)\]\s*$", re.M)
 _LINT_RULE = re.compile(r"\s(@?[a-z][\w-]*/[\w-]+|no-[a-z-]+|prefer-[a-z-]+|eqeqeq|camelcase)\s*$", re.M)
 _EXCEPTION = re.compile(
-    r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded|Expired|Failure|Timeout|Invalid|NotFound|Denied|Refused|Mismatch|Panic))\b"
+    r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded|Expired|Failure|Timeout|Invalid|NotFound|Denied|Refused|Mismatch|Panic|"
+    r"Violation|Conflict|Missing|Unauthorized|Forbidden|Unavailable|Overflow|Underflow|Fault))\b"
 )
 #: a CamelCase name raised: ``E   app.errors.TokenExpired: ...`` or pytest's ``reset.py:42: TokenReused``
-_RAISED = re.compile(r"^(?:E\s+|.*\.\w+:\d+: )?(?:[a-z_]\w*\.)*([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?::\s|:?$)", re.M)
+_RAISED = re.compile(
+    r"^\s*(?:E\s+|.*\.\w+:\d+: |\*\* \()?(?:[a-z_]\w*\.|[A-Z]\w*::|[A-Z]\w*\.)*([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)"
+    r"(?::\s|:?$|\))",
+    re.M,
+)
+#: lint and compiler rule ids: rubocop's Style/StringLiterals, clang-tidy's [bugprone-use-after-move], gcc's
+#: [-Werror=unused-variable], detekt's [MagicNumber], ktlint's (standard:indent)
+_RULE_IDS = re.compile(
+    r"(?:\b([A-Z][a-z]+/[A-Z]\w+):|\[-W(?:error=)?([\w-]+)\]|\[([a-z]+-[\w.-]+)\]\s*$|\[([A-Z][a-zA-Z]+)\]\s*$|"
+    r"\(([a-z]+:[\w-]+)\)\s*$)",
+    re.M,
+)
+#: failures that name what failed: dbt's ``Failure in test unique_orders_id`` / ``Compilation Error in model x``,
+#: Kotlin's ``Unresolved reference: foo``, the linker's ``undefined reference to `foo'``
+_WHAT_FAILED = re.compile(
+    r"(?:Failure in test (\w+)|((?:Database|Compilation|Runtime|Dependency) Error) in (?:model|test|snapshot|seed|"
+    r"macro|source) (\w+)|(Unresolved reference: \w+)|(Type mismatch)|(undefined reference to `[^']{1,80}')|"
+    r"(Conflicting migrations)|(No such file or directory)|(Permission denied))"
+)
 #: named failures with no exception class: the Go race detector, policy checks (checkov CKV_AWS_111), lint rule ids
 #: in links (clippy's ``index.html#ptr_arg``) and rule names (``clippy::ptr_arg``), Terraform's ``Error: <summary>``
 _NAMED = re.compile(
@@ -47,10 +66,16 @@ _FAILED_TESTS = (
     re.compile(r"^\s*([\w.]+ > [\w ()\[\]'.-]+?) FAILED\s*$", re.M),  # gradle
     re.compile(r"^\s*(?:Failed|FAIL!?)\s+([\w.]+(?:Test|Tests|Spec)\w*)", re.M),  # dotnet, maven
     re.compile(r"^\s*\d+\) ([\w\\]+::\w+)", re.M),  # phpunit
+    re.compile(r"^\s*\d+\) (test .+?) \([\w.]+\)\s*$", re.M),  # ExUnit
+    re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
+    re.compile(r"^\s*\d+ - ([\w.-]+) \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted)\)", re.M),  # ctest
+    re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
 )
 _HEADLINE = re.compile(
     r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[ ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
-    r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+)$",
+    r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+|e: .+|"
+    r"\s*Failure/Error: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
+    r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\))$",
     re.M,
 )
 #: a path with a source-like extension, optionally with :line
@@ -118,6 +143,12 @@ def signature_of(output: str, detail: str = "") -> Signature:
         _add(found, match.group(1).replace("-", "_") if clippy else match.group(1))
     for match in _TF_ERROR.finditer(text):
         _add(found, match.group(1).strip())
+    for match in _WHAT_FAILED.finditer(text):
+        for group in match.groups():
+            if group:
+                _add(found, group)
+    for match in _RULE_IDS.finditer(text):
+        _add(found, next(g for g in match.groups() if g))
     for match in _LINTER.finditer(text):
         _add(found, match.group(1))
     for match in _UNDEFINED.finditer(text):

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbus.capture.checks import checks_in, main_check
+from ctxbus.capture.checks import check_key, checks_in, main_check
 from ctxbus.core.check_output import exit_code_in, read_result
 from ctxbus.core.hook_evidence import tool_evidence
 from ctxbus.core.outcome_rules import CheckRun
@@ -59,12 +59,13 @@ class RunStep:
     run: CheckRun
     output: str
     span: Span = Span()
-    #: the families of every check the command line runs (``ruff check && mypy``: both)
+    #: every check the command line runs, as ``family:kind`` (``ruff check && mypy``: both; ``gradle`` runs tests,
+    #: lint and builds under one family, told apart by kind)
     families: tuple[str, ...] = ()
 
     @property
     def all_families(self) -> tuple[str, ...]:
-        return self.families or (self.run.check.family,)
+        return self.families or (check_key(self.run.check),)
 
 
 #: characters of a command kept in a check run (as the outcome rules keep them)
@@ -87,7 +88,7 @@ def run_step(
         return None
     verdict, rule, detail = read_result(output, exit_code=exit_code, interrupted=interrupted, tool_error=tool_error)
     run = CheckRun(key, check, " ".join(command.split())[:COMMAND_CHARS], verdict, rule, detail)
-    families = tuple(c.family for c in checks_in(command))
+    families = tuple(check_key(c) for c in checks_in(command))
     return RunStep(run, output[-OUTPUT_CHARS:], span, families)
 
 
@@ -296,7 +297,7 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
     error = hook_input.get("error")
     if isinstance(error, str):
         output = f"{error}\n{output}"
-    families = tuple(c.family for c in checks_in(command))
+    families = tuple(check_key(c) for c in checks_in(command))
     run = tool_evidence(hook_input)  # the outcome inference's reading of the result, when it knows the check
     if run is not None:
         return RunStep(run, output[-OUTPUT_CHARS:], Span(), families)
