@@ -18,6 +18,12 @@ def register_bench(bsub: Any) -> None:
     bench.add_argument("--data", type=Path, help="the corpus directory holding fit/ and heldout/ (default: shipped)")
     bench.add_argument("--no-retrieval", action="store_true", help="skip the later tasks (no embedder, no store)")
     bench.add_argument("--verbose", action="store_true", help="list the wrong items and missed lessons per session")
+    bench.add_argument(
+        "--stop-latency",
+        action="store_true",
+        help="instead: the Stop hook's latency with capture on and off, paired, on one running stack",
+    )
+    bench.add_argument("--rounds", type=int, default=60, help="--stop-latency: paired Stop hooks (60)")
     bench.add_argument("--json", action="store_true")
     bench.set_defaults(handler=cmd_bench_capture)
 
@@ -27,6 +33,15 @@ def cmd_bench_capture(args: argparse.Namespace) -> int:
 
     from ctxbus.bench import capture  # noqa: PLC0415
 
+    if args.stop_latency:
+        from ctxbus.bench import capture_latency  # noqa: PLC0415
+
+        latency = capture_latency.run(args.rounds)
+        if args.json:
+            print(capture.as_json(latency))
+        else:
+            capture_latency.print_report(latency)
+        return 0
     parts = (args.part,) if args.part else capture.PARTS
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
     result = capture.run(args.data or capture.DEFAULT_DIR, parts, retrieval=not args.no_retrieval, log=log)
