@@ -215,11 +215,12 @@ class HookSettings(BaseSettings):
     enabled: bool = True
     max_patterns: int = Field(default=5, ge=1, le=100)
     #: items rated below this are not injected by the hooks. 0.5 is what an unrated item gets (markdown
-    #: documents, JSON lines without a confidence), so unrated items stay and only explicitly doubted ones go;
-    #: relevance is the floor's job (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the
-    #: suggested approach. The pattern-file fallback keeps seed 002's 0.7 unless this is set: it has no
-    #: relevance judgement of its own.
-    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    #: documents, JSON lines without a confidence) and 0.45 what an item captured from a session starts with
+    #: (ctxbus.capture: below an import, yet injected), so unrated and captured items stay and only explicitly
+    #: doubted ones, or captured ones whose outcomes went badly, go; relevance is the floor's job
+    #: (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the suggested approach. The pattern-file
+    #: fallback keeps seed 002's 0.7 unless this is set: it has no relevance judgement of its own.
+    min_confidence: float = Field(default=0.4, ge=0.0, le=1.0)
     #: the whole hook call, including the fallback, stays within this
     timeout_ms: int = Field(default=2_000, ge=100, le=60_000)
     #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json

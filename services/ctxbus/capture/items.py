@@ -33,7 +33,7 @@ RedactText = Callable[[str], str]
 #: path (as the lesson names it) -> (sha256, commit) of the file now, or None when unreadable
 FileHash = Callable[[str], tuple[str | None, str | None] | None]
 #: a correction is the user's own word: a little more conviction than a rule inferred from tools
-CORRECTION_CONFIDENCE = 0.4
+CORRECTION_CONFIDENCE = 0.47
 #: ``remember:`` is explicit: it starts where an import does
 REMEMBER_CONFIDENCE = 0.5
 TITLE_CHARS = 200
