@@ -68,6 +68,10 @@ class KafkaSettings(BaseSettings):
     #: (its fetches slow down with every small batch a partition holds: ctxbus.core.broker_recycle); 0: never
     embedded_recycle_records: int = Field(default=2_000, ge=0)
     embedded_recycle_idle_s: float = Field(default=300.0, gt=0)
+    #: ``ctxbus up`` restarts an embedded broker that died (refilled from the archive) at most this many times within
+    #: ``embedded_restart_window_s``, with a backoff (ctxbus.core.broker_restarts); one more death stops ``up``
+    embedded_restart_limit: int = Field(default=3, ge=0, le=100)
+    embedded_restart_window_s: float = Field(default=300.0, gt=0)
 
     @property
     def embedded(self) -> bool:

@@ -57,11 +57,18 @@ class Resources:
     curation: CurationLedger | None = None
     #: embeds a request's query ahead of the retriever of this process (set when it runs here; see the gateway)
     warm: Callable[[RetrievalRequested], None] | None = None
+    #: forgets an ended session's task classifications in the retriever of this process (set when it runs here)
+    forget: Callable[[str], int] | None = None
 
     def warm_query(self, request: RetrievalRequested) -> None:
         """The retriever's ``warm`` when a retriever runs in this process; nothing otherwise."""
         if self.warm is not None:
             self.warm(request)
+
+    def session_ended(self, session_id: str) -> None:
+        """The retriever's ``forget_session`` when a retriever runs in this process; nothing otherwise."""
+        if self.forget is not None:
+            self.forget(session_id)
 
     def close(self) -> None:
         if self.ledger is not None:
@@ -110,6 +117,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
         queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
         retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         res.warm = retriever.warm
+        res.forget = retriever.forget_session
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
@@ -324,6 +332,7 @@ async def run_gateway(
     from ctxbus.capture.redaction import capture_redactor  # noqa: PLC0415
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
     from ctxbus.gateway.capture import SessionCapture  # noqa: PLC0415
+    from ctxbus.gateway.fallback_shipper import FallbackShipper  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
@@ -350,6 +359,8 @@ async def run_gateway(
             state_dir=settings.data_dir / "pattern-sync",
             patterns_file=settings.hook.patterns_file,
             home=Path.home(),
+            # the staleness check reads the project's items where the store's owner runs in this process
+            items_of=resources.store.items if resources is not None and resources.store is not None else None,
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
@@ -359,6 +370,8 @@ async def run_gateway(
             if settings.session_capture.enabled
             else None
         )
+        # fallback answers (the pattern file's, the client's and this gateway's) reach the bus once it takes them
+        shipper = FallbackShipper(settings.data_dir, topics, publisher)
         gateway = HookGateway(
             settings.hook,
             topics,
@@ -371,6 +384,9 @@ async def run_gateway(
             warm,
             memory=memory,
             capture=capture,
+            data_dir=settings.data_dir,
+            on_spooled=shipper.wake,
+            session_ended=resources.session_ended if resources is not None else None,
         )
         server = HttpServer(
             admission.wrap(gateway.handle),
@@ -384,11 +400,14 @@ async def run_gateway(
         admission.port = port
         log.info("gateway_listening", host=settings.gateway.host, port=port, unix_socket=server.unix_path)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
+        shipping = asyncio.create_task(shipper.run(stop))
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
+            shipping.cancel()
+            await asyncio.gather(shipping, return_exceptions=True)
             metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()

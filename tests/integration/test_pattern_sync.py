@@ -15,7 +15,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.api import Memory
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
-from ctxbus.gateway.pattern_sync import files_digest, state_file
+from ctxbus.gateway.sync_state import files_digest, state_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, HookSettings, Settings

@@ -98,6 +98,8 @@ FORBIDDEN = [
         ("ctxbus.adapters", "ctxbus.wiring", "ctxbus.components", "ctxbus.api", "ctxbus.gateway", "ctxbus.cli"),
     ),
     (("ctxbus.adapters",), ("ctxbus.wiring", "ctxbus.api", "ctxbus.gateway", "ctxbus.cli", "ctxbus.bench")),
+    # the MCP server is a client of the running stack: it never opens the store (no API, no components) itself
+    (("ctxbus.mcpserver",), ("ctxbus.api", "ctxbus.components", "ctxbus.wiring", "ctxbus.cli")),
 ]
 
 

@@ -38,6 +38,10 @@ HOUSEKEEPING_S = 60.0
 REDISCOVER_S = 5.0
 #: how long a stopping archiver keeps reading to reach the end of every partition
 DRAIN_TIMEOUT_S = 5.0
+#: the longest a snapshot of the groups' positions may take: aiokafka asks a dead coordinator for ever
+SNAPSHOT_TIMEOUT_S = 10.0
+#: the longest closing a group reader may take (it leaves its group, maybe on a dead broker)
+CLOSE_TIMEOUT_S = 5.0
 
 
 def last_archived(root: Path) -> dict[tuple[str, int], int]:
@@ -82,6 +86,9 @@ class Archiver:
         self.appended: dict[TopicPartition, int] = {}
         self._quiet_since = time.monotonic()
         self.ready = asyncio.Event()
+        #: set by ``ctxbus up`` when its broker died: the stop reads nothing more from it and keeps the last
+        #: snapshot of the groups' positions (one taken from a dead or an empty broker would be wrong)
+        self.broker_gone = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
@@ -105,7 +112,7 @@ class Archiver:
                         await self._flush()
                         next_flush = now + self._flush_s
                     if now >= next_offsets:
-                        await self._snapshot_offsets(admin)
+                        await asyncio.wait_for(self._snapshot_offsets(admin), SNAPSHOT_TIMEOUT_S)
                         next_offsets = now + self._offsets_s
                     if now >= next_rediscover:
                         await self._assign(consumer)
@@ -113,20 +120,23 @@ class Archiver:
                     if now >= next_housekeeping:
                         self._retention()
                         next_housekeeping = now + HOUSEKEEPING_S
-                except KafkaError as exc:
+                except (KafkaError, TimeoutError) as exc:
                     log.warning("archive_broker_error", error=repr(exc))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), 1.0)
-            await self._drain(consumer)
-            with contextlib.suppress(KafkaError, OSError):
-                await self._snapshot_offsets(admin)
+            if self.broker_gone:
+                await self._flush()
+            else:
+                await self._drain(consumer)
+                with contextlib.suppress(KafkaError, OSError, TimeoutError):
+                    await asyncio.wait_for(self._snapshot_offsets(admin), SNAPSHOT_TIMEOUT_S)
         finally:
             for writer in self._writers.values():
                 writer.close()
             self._state.save(self._root)
             for reader in self._group_readers.values():
                 with contextlib.suppress(Exception):
-                    await reader.stop()
+                    await asyncio.wait_for(reader.stop(), CLOSE_TIMEOUT_S)
             await consumer.stop()
             with contextlib.suppress(Exception):
                 await admin.close()

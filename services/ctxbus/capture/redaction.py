@@ -1,15 +1,17 @@
 """THE redaction call site of capture: every captured text passes through :func:`capture_redactor`'s callable before
 it leaves the engine (the gateway's publisher and ``ctxbus bench capture`` both take it from here).
 
-Secret redaction and ``<private>`` spans are their own module (issue 23, branch wt-redact); until the integrator
-wires it here, this is the identity, and ``ctxbus bench capture`` prints the planted secrets it finds stored.
+It is ctxbus's redactor (:func:`ctxbus.redaction.redact_text`: ``<private>`` spans, detect-secrets' plugins and
+ctxbus's own rules), the same the gateway, the publisher and ingestion apply at their doors: capture redacts before
+its items leave the engine, so what ``ctxbus bench capture`` counts as stored is what the store would hold.
 """
 
 from __future__ import annotations
 
-from ctxbus.capture.items import RedactText, no_redaction
+from ctxbus.capture.items import RedactText
+from ctxbus.redaction import redact_text
 
 
 def capture_redactor() -> RedactText:
-    """The text -> redacted text callable capture uses (wire ``ctxbus.core.redact`` here)."""
-    return no_redaction
+    """The text -> redacted text callable capture uses."""
+    return redact_text

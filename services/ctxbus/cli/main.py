@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         gap_cmds,
         hooks_cmds,
         library_cmds,
+        mcp_cmds,
         memory_cmds,
         outcome_cmds,
         remember_cmds,
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         gap_cmds,
         replay_cmds,
         dashboard_cmds,
+        mcp_cmds,
     ):
         module.register(sub)
     return parser

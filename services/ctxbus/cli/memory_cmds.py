@@ -15,9 +15,10 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 
+from ctxbus.adapters.file_refs import with_files
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
-from ctxbus.cli import memory_view_cmds
+from ctxbus.cli import memory_sync_cmds, memory_view_cmds
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.import_report import direct_report, stored_report
 from ctxbus.cli.progress import Progress
@@ -25,6 +26,7 @@ from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MemoryUpserted
 from ctxbus.contract.topics import Topics
+from ctxbus.gateway.sync_state import root_of
 from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import IngestReport, ingest
@@ -92,6 +94,7 @@ def register(sub: Any) -> None:
     )
     imp.set_defaults(handler=cmd_import)
     memory_view_cmds.register(msub)
+    memory_sync_cmds.register(msub)
 
 
 def parse_file(path: Path, project: str, *, home: Path | None = None) -> ParsedPatterns | ParsedMemories:
@@ -206,6 +209,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     parsed = parse_file(args.file, project, home=Path.home() if args.with_home else None)
     items, refused = global_scope.split(parsed.items, args.allow_global)
+    # the repository's files an item mentions are recorded with their hashes: staleness reads them
+    items = with_files(items, root_of(str(Path.cwd())))
     _emit([{"error": str(err)} for err in parsed.errors])
     _emit([{"error": f"{i.id} ({i.project}): {global_scope.refusal(global_scope.CLI_FLAG)}"} for i in refused])
     rejected = len(parsed.errors) + len(refused)

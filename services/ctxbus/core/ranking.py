@@ -33,6 +33,7 @@ from datetime import datetime
 from ctxbus.core.fusion import RRF_K
 from ctxbus.core.learning import with_learning
 from ctxbus.core.sections import is_cautionary
+from ctxbus.core.staleness import STALE_WEIGHT
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
@@ -44,11 +45,11 @@ SECONDS_PER_DAY = 86_400.0
 DEFAULT_MAX_ITEMS = 10
 #: A similarity floor that keeps every hit (cosine similarity is never below -1).
 NO_SIMILARITY_FLOOR = -1.0
-#: Seed 001: how much a past session's learning counts, by the session's outcome.
+#: Seed 001: how much a past session's learning counts, by the session's outcome. A failed one is not here:
+#: seed 001's 0.3 is replaced by REQ-021.5's treatment, a warning at full strength (``outcome_weight``).
 OUTCOME_WEIGHTS: dict[Outcome, float] = {
     Outcome.SUCCESSFUL: 1.0,
     Outcome.PARTIAL: 0.6,
-    Outcome.FAILED: 0.3,
     Outcome.UNKNOWN: 0.5,
 }
 #: A BM25 score that is clearly a keyword match (several rare query terms): the best keyword match of a
@@ -122,8 +123,6 @@ def domain_match(item: MemoryItem, domain: str | None) -> float:
 
 #: a captured episode (a past session, ctxbus.capture) ages this much faster than other items, until it helps
 EPISODE_DECAY = 3.0
-#: what a stale item (a file it names was deleted or rewritten) keeps of its score: down-weighted, never dropped
-STALE_WEIGHT = 0.5
 
 
 def keeps_helping(item: MemoryItem) -> bool:
@@ -207,14 +206,17 @@ def score_hit(
         "conviction": hit.item.confidence,
         "recency": recency(hit.item, now, weights.half_life_days),
     }
-    factor = outcome_weight(hit.item) * (STALE_WEIGHT if hit.item.stale else 1.0)
+    factor = outcome_weight(hit.item)
     boost = PIN_BOOST if hit.item.pinned else 0.0
-    total = sum(w[name] * value for name, value in parts.items()) * factor + boost
+    # a file it names was deleted or rewritten past recognition (core.staleness): down-weighted, never dropped
+    stale = STALE_WEIGHT if hit.item.stale else 1.0
+    total = sum(w[name] * value for name, value in parts.items()) * factor * stale + boost
     breakdown = {
         **parts,
         **{f"weight_{k}": v for k, v in w.items()},
         "outcome_weight": factor,
         "pin_boost": boost,
+        "stale_weight": stale,
         "as_warning": float(is_cautionary(hit.item)),
         "learned_shift": hit.item.confidence - base_conviction,
         "outcomes": float(hit.item.feedback.uses),

@@ -46,8 +46,8 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.hook_evidence import TOOL_EVENTS
 from ctxbus.gateway import transcript_file
 from ctxbus.gateway.identity import project_of
+from ctxbus.hooks.client import session_of
 from ctxbus.hooks.project import capture_allowed
-from ctxbus.hooks.requests import session_of
 from ctxbus.memory.model import MemoryItem
 from ctxbus.settings import CaptureSettings
 

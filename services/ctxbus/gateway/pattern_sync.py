@@ -1,41 +1,45 @@
-"""SessionStart: a project's learned-pattern file feeds the store, so a project that has one never starts empty.
+"""SessionStart: a project's learned-pattern file and its own documents feed the store, so a project never starts
+empty.
 
 At every SessionStart the gateway looks at the project's pattern file (``.claude/learned_patterns.json`` at the
 repository root, ``CTXBUS_HOOK_PATTERNS_FILE``) merged over ``~/.claude/learned_patterns.json``, as
-``ctxbus memory import --with-home`` does (same pattern_id: the project's wins). A sha256 of both files' bytes,
-kept per project under ``DATA_DIR/pattern-sync/``, says cheaply whether they changed since the last sync; when
-they did, the patterns go to the store's owner as ``memory.upserted`` events, and the new hash is recorded once the
-owner has answered (``memory.stored``) for every one of them, so a sync that did not finish is tried again at the
-next session start. Re-sending a pattern is harmless (same project and id: it replaces itself).
+``ctxbus memory import --with-home`` does (same pattern_id: the project's wins), and at the project's documents
+(``CLAUDE.md``, ``AGENTS.md``, ``CONTRIBUTING.md``, the ADRs: :mod:`ctxbus.memory.project_docs`, one item per
+heading). A sha256 of all these files' bytes, kept per project under ``DATA_DIR/pattern-sync/``, says cheaply
+whether they changed since the last sync; when they did, the items go to the store's owner as ``memory.upserted``
+events, and the new hash is recorded once the owner has answered (``memory.stored``) for every one of them, so a
+sync that did not finish is tried again at the next session start. Re-sending an item is harmless (same project
+and id: it replaces itself). A document's section that is gone since the last sync retires its item (a
+``memory.curated`` forget, noted as such); should the section come back, the sync stores it again (only the
+items it retired itself: an item a person forgot stays forgotten). ``ctxbus memory sync`` runs the same sync on
+demand.
 
 The sync runs in the background of the gateway: the hook waits for it at most a share of its budget (so the
-context it asks for then holds the patterns), never more; the sync goes on after the hook has answered. Every
-sync is logged: the project, the files, how many patterns and what the store did with them.
+context it asks for then holds the items), never more; the sync goes on after the hook has answered. Every
+sync is logged: the project, the files, how many items and what the store did with them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from ctxbus.adapters.file_refs import restamped
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import StoredReplies, send_upserts
-from ctxbus.contract.payloads import MemoryAction
+from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.payloads import CurationAction, MemoryAction, MemoryCurated
 from ctxbus.contract.topics import Topics
-from ctxbus.hooks.fallback import HOME_PATTERNS
-from ctxbus.hooks.project import git_root
-from ctxbus.memory.pattern_file import ParsedPatterns, PatternFileError, merge_pattern_files
-from ctxbus.private_dir import make_private_dirs
+from ctxbus.gateway.sync_state import Pending, SyncState, root_of
+from ctxbus.memory.model import MemoryItem
 
 log = structlog.get_logger("ctxbus.gateway.patterns")
 
@@ -44,38 +48,9 @@ WAIT_SHARE = 0.5
 #: how long a sync waits for the store owner's answers before giving up (it is tried again next session)
 ANSWER_TIMEOUT_S = 120.0
 SESSION_ID = "pattern-sync"
+#: the session the staleness marks travel in
+STALENESS_SESSION = "memory-staleness"
 PRODUCER = "gateway"
-
-
-def files_digest(project_file: Path, home_file: Path) -> str | None:
-    """sha256 of both files' bytes (a missing file counts as absent); None when neither exists."""
-    digest = hashlib.sha256()
-    present = False
-    for label, path in ((b"project", project_file), (b"home", home_file)):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            digest.update(label + b"\0absent\0")
-            continue
-        present = True
-        digest.update(label + b"\0" + str(len(data)).encode() + b"\0" + data)
-    return digest.hexdigest() if present else None
-
-
-def state_file(state_dir: Path, project: str) -> Path:
-    """Where the digest last synced for ``project`` is kept (one small JSON file per project)."""
-    return state_dir / f"{hashlib.sha256(project.encode()).hexdigest()[:32]}.json"
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A change to sync: the files, their digest, and the patterns read from them (or why they cannot be)."""
-
-    project_file: Path
-    home_file: Path
-    digest: str
-    parsed: ParsedPatterns | None
-    unreadable: str | None = None
 
 
 class PatternSync:
@@ -89,14 +64,15 @@ class PatternSync:
         patterns_file: str,
         home: Path,
         answer_timeout_s: float = ANSWER_TIMEOUT_S,
+        items_of: Callable[[str], list[MemoryItem]] | None = None,
     ) -> None:
         self._config = config
         self._topics = topics
         self._publisher = publisher
-        self._state_dir = state_dir
-        self._patterns_file = patterns_file
-        self._home_file = home / HOME_PATTERNS
+        self.state = SyncState(state_dir, patterns_file, home)
         self._answer_timeout_s = answer_timeout_s
+        #: the project's stored items (the store's owner in this process), for the staleness check; None: no check
+        self._items_of = items_of
         #: the sync in flight per project (a second SessionStart of the project joins it)
         self._running: dict[str, asyncio.Task[None]] = {}
 
@@ -132,93 +108,119 @@ class PatternSync:
             with contextlib.suppress(BaseException):
                 await task
 
-    def _recorded(self, project: str) -> str | None:
-        try:
-            state = json.loads(state_file(self._state_dir, project).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        digest = state.get("digest") if isinstance(state, dict) else None
-        return digest if isinstance(digest, str) else None
-
-    def _record(self, project: str, pending: Pending, **facts: Any) -> None:
-        make_private_dirs(self._state_dir)
-        state = {
-            "project": project,
-            "digest": pending.digest,
-            "files": [str(pending.project_file), str(pending.home_file)],
-            "synced_at": datetime.now(UTC).isoformat(),
-            **facts,
-        }
-        path = state_file(self._state_dir, project)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
-        tmp.replace(path)
-
-    def pending(self, cwd: str | None, project: str) -> Pending | None:
-        """What there is to sync for the project at ``cwd``: None when no file exists or nothing changed."""
-        base = cwd or str(Path.cwd())
-        project_file = Path(git_root(base) or base) / self._patterns_file
-        digest = files_digest(project_file, self._home_file)
-        if digest is None or digest == self._recorded(project):
-            return None
-        try:
-            parsed = merge_pattern_files(project_file, self._home_file, project=project)
-        except PatternFileError as exc:
-            return Pending(project_file, self._home_file, digest, None, unreadable=str(exc))
-        return Pending(project_file, self._home_file, digest, parsed)
+    async def sync_now(self, cwd: str | None, project: str) -> dict[str, Any]:
+        """Sync the project at ``cwd`` now (``ctxbus memory sync``): what was done, as the log line says it."""
+        started = time.monotonic()
+        pending = await asyncio.to_thread(self.state.pending, cwd, project)
+        if pending is None:
+            return {"project": project, "changed": False}
+        return await self._send(project, pending, started)
 
     async def _sync(self, cwd: str | None, project: str) -> None:
         started = time.monotonic()
         try:
-            pending = await asyncio.to_thread(self.pending, cwd, project)
-            if pending is None:
-                return
-            if pending.parsed is None:  # recorded, so that a broken file is reported once per change
-                log.warning("pattern_sync_unreadable", project=project, error=pending.unreadable)
-                await asyncio.to_thread(self._record, project, pending, error=pending.unreadable)
-                return
-            await self._send(project, pending, pending.parsed, started)
+            pending = await asyncio.to_thread(self.state.pending, cwd, project)
+            if pending is not None:
+                await self._send(project, pending, started)
+            await self.restamp(cwd, project)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("pattern_sync_failed", project=project)
             raise
 
-    async def _send(self, project: str, pending: Pending, parsed: ParsedPatterns, started: float) -> None:
-        bad = [str(e) for e in parsed.errors]
-        if not parsed.items:
-            log.warning("pattern_sync_no_patterns", project=project, skipped=bad)
-            await asyncio.to_thread(self._record, project, pending, patterns=0, skipped=bad)
-            return
-        async with StoredReplies(self._config, self._topics.memory_stored) as replies:
+    async def restamp(self, cwd: str | None, project: str) -> list[str]:
+        """Look again at the files the project's items name, and send the items whose staleness changed (a named
+        file deleted or rewritten past recognition, or back again: ctxbus.core.staleness) to the store's owner,
+        as upserts that carry the mark (so replay keeps it; what outcomes taught stays). Returns their ids."""
+        if self._items_of is None:
+            return []
+        items = await asyncio.to_thread(self._items_of, project)
+        changed = await asyncio.to_thread(restamped, items, root_of(cwd), datetime.now(UTC))
+        if changed:
             await send_upserts(
                 self._publisher,
                 self._topics.memory_upserted,
-                parsed.items,
+                changed,
                 project=project,
-                session_id=SESSION_ID,
+                session_id=STALENESS_SESSION,
                 producer=PRODUCER,
-                replies=replies,
             )
-            complete = await replies.wait(self._answer_timeout_s)
+            log.info(
+                "memory_staleness",
+                project=project,
+                stale={i.id: i.stale for i in changed if i.stale},
+                fresh=[i.id for i in changed if not i.stale],
+            )
+        return [i.id for i in changed]
+
+    async def _send(self, project: str, pending: Pending, started: float) -> dict[str, Any]:
+        bad = [str(e) for e in pending.parsed.errors] if pending.parsed else [str(pending.unreadable)]
+        bad += pending.docs.errors if pending.docs else []
+        if pending.unreadable is not None:  # reported once per change; the documents still sync
+            log.warning("pattern_sync_unreadable", project=project, error=pending.unreadable)
+        plan = pending.plan
+        items, returning = pending.items, (plan.returning if plan else [])
+        retire = plan.retire if plan else []
+        facts: dict[str, Any] = {"project": project, "changed": True, "items": len(items) + len(returning)}
+        error = {"error": pending.unreadable} if pending.unreadable is not None else {}
+        if not items and not returning and not retire:
+            if pending.unreadable is None:
+                log.warning("pattern_sync_no_patterns", project=project, skipped=bad)
+            await asyncio.to_thread(self.state.record, project, pending, patterns=0, skipped=bad, **error)
+            return facts | {"skipped": bad} | error
+        async with StoredReplies(self._config, self._topics.memory_stored) as replies:
+            for batch, again in ((items, False), (returning, True)):
+                if batch:
+                    await send_upserts(
+                        self._publisher,
+                        self._topics.memory_upserted,
+                        batch,
+                        project=project,
+                        session_id=SESSION_ID,
+                        producer=PRODUCER,
+                        replies=replies,
+                        allow_forgotten=again,
+                    )
+            if retire:
+                await self._retire(project, retire, pending)
+            complete = await replies.wait(self._answer_timeout_s) if items or returning else True
         results = [r for a in replies.answers.values() for r in a.payload.results]
         counts = {a.value: sum(1 for r in results if r.action is a) for a in MemoryAction}
+        facts |= counts | {"retired": retire, "skipped": bad}
         if not complete:
             log.warning(
                 "pattern_sync_unconfirmed",
                 project=project,
-                patterns=len(parsed.items),
+                patterns=len(items) + len(returning),
                 confirmed=len(results),
                 timeout_s=self._answer_timeout_s,
             )
-            return
-        await asyncio.to_thread(self._record, project, pending, patterns=len(parsed.items), skipped=bad, **counts)
+            return facts | {"confirmed": len(results), "timed_out": True}
+        await asyncio.to_thread(
+            self.state.record, project, pending, patterns=len(items) + len(returning), skipped=bad, **counts, **error
+        )
+        files = [str(p) for p in (pending.project_file, pending.home_file) if p.exists()]
         log.info(
             "pattern_sync",
             project=project,
-            files=[str(p) for p in (pending.project_file, pending.home_file) if p.exists()],
-            patterns=[i.id for i in parsed.items],
+            files=files + sorted(pending.docs.ids_by_doc if pending.docs else ()),
+            patterns=[i.id for i in [*items, *returning]],
+            retired=retire,
             skipped=bad,
             **counts,
             ms=round((time.monotonic() - started) * 1000, 1),
         )
+        return facts
+
+    async def _retire(self, project: str, ids: list[str], pending: Pending) -> None:
+        """Forget the items whose section or document is gone (through the bus: the store's owner applies it)."""
+        docs = sorted(pending.plan.ids_by_doc) if pending.plan else []
+        note = "its section is gone from the project's documents" + (f" ({', '.join(docs)})" if docs else "")
+        event = Envelope.root(
+            MemoryCurated(action=CurationAction.FORGET, ids=tuple(ids), note=note[:2_000]),
+            project=project,
+            session_id=SESSION_ID,
+            producer=PRODUCER,
+        )
+        await self._publisher.send(self._publisher.prepare(self._topics.memory_curated, event))

@@ -16,7 +16,15 @@ from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics
-from ctxbus.core.abstain import NOTHING_RELEVANT_ENOUGH, Evidence, FloorPolicy, Relevance, applies, relevance
+from ctxbus.core.abstain import (
+    EXEMPT_TRIGGERS,
+    NOTHING_RELEVANT_ENOUGH,
+    Evidence,
+    FloorPolicy,
+    Relevance,
+    applies,
+    relevance,
+)
 from ctxbus.core.classify import SessionClassificationCache, TaskClassifier
 from ctxbus.core.context_plan import plan_context
 from ctxbus.core.domains import detect_domain
@@ -124,6 +132,11 @@ class RetrieverHandler:
         self._clock = clock
         self._classifier = classifier
         self._classifications = classifications or SessionClassificationCache()
+
+    def forget_session(self, session_id: str) -> int:
+        """Forget the task types classified for an ended session (the gateway calls it at SessionEnd): its prompts
+        will not come again, and its entries would crowd live sessions out of the bounded cache; how many."""
+        return self._classifications.forget_session(session_id)
 
     def searching(self) -> RetrieverHandler:
         """This retriever for search results (``Memory.search``): every near copy is listed, none collapsed."""
@@ -342,7 +355,8 @@ class RetrieverHandler:
             now=now,
             weights=self._weights,
             min_score=self._min_score,
-            min_similarity=self._min_similarity,
+            # a session start asks for the project's basics, not for what resembles its generic question: no cut
+            min_similarity=NO_SIMILARITY_FLOOR if request.trigger in EXEMPT_TRIGGERS else self._min_similarity,
             max_items=max(plan.candidate_limit, len(candidates)),
         )
         # the agent profile, the collapse of near copies (not in search results) and the cap choose the items; the

@@ -1,6 +1,8 @@
 """Publishing envelopes: Avro body, routing headers, key = entity id, acknowledged sends.
 
-Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
+Every event's payload is redacted as it is encoded (:func:`ctxbus.redaction.redact_strings`: the door every
+ctxbus producer passes, so no topic, and so neither the archive, the record nor the store, holds a secret or a
+``<private>`` span; docs/privacy.md). Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
 :class:`~ctxbus.adapters.kafka.limits.RecordTooLarge` and never reaches the producer client.
 """
 
@@ -19,8 +21,21 @@ from ctxbus.adapters.kafka.limits import check_record_size
 from ctxbus.adapters.kafka.schemas_topic import announcements
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
+from ctxbus.redaction import redact_strings
 
 log = structlog.get_logger("ctxbus.publisher")
+#: payload fields that are ids the readers join on, kept as they are (an id is a name, not a secret)
+ID_FIELDS = frozenset(
+    {"id", "ids", "item_ids", "global_item_ids", "supersedes", "superseded_by", "cluster_id", "into", "task_id"}
+    | {"session_id", "fingerprint", "embedding_model"}
+)
+
+
+def scrub_payload(payload: dict[str, Any]) -> None:
+    """The publisher's door: every string of the payload redacted but its ids (docs/privacy.md)."""
+    redact_strings(payload, ID_FIELDS)
+
+
 #: how long a starting publisher may spend announcing its schemas (``ctxbus topics create`` makes the topic)
 ANNOUNCE_TIMEOUT_S = 3.0
 
@@ -50,7 +65,7 @@ class EventPublisher:
         """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
         (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
-        self._serialize = serializer or EventSerializer()
+        self._serialize = serializer or EventSerializer(scrub=scrub_payload)
         self.max_record_bytes = config.settings.max_record_bytes
         self._schemas_topic = schemas_topic
 
