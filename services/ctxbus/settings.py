@@ -10,7 +10,7 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -219,11 +219,12 @@ class HookSettings(BaseSettings):
     enabled: bool = True
     max_patterns: int = Field(default=5, ge=1, le=100)
     #: items rated below this are not injected by the hooks. 0.5 is what an unrated item gets (markdown
-    #: documents, JSON lines without a confidence), so unrated items stay and only explicitly doubted ones go;
-    #: relevance is the floor's job (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the
-    #: suggested approach. The pattern-file fallback keeps seed 002's 0.7 unless this is set: it has no
-    #: relevance judgement of its own.
-    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    #: documents, JSON lines without a confidence) and 0.45 what an item captured from a session starts with
+    #: (ctxbus.capture: below an import, yet injected), so unrated and captured items stay and only explicitly
+    #: doubted ones, or captured ones whose outcomes went badly, go; relevance is the floor's job
+    #: (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the suggested approach. The pattern-file
+    #: fallback keeps seed 002's 0.7 unless this is set: it has no relevance judgement of its own.
+    min_confidence: float = Field(default=0.4, ge=0.0, le=1.0)
     #: the whole hook call, including the fallback, stays within this
     timeout_ms: int = Field(default=2_000, ge=100, le=60_000)
     #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json
@@ -308,6 +309,29 @@ class ArchiveSettings(BaseSettings):
     retention_bytes: int = Field(default=1 << 30, ge=1 << 20)
 
 
+class CaptureSettings(BaseSettings):
+    """Memory captured from Claude Code sessions by rules, with no model call (ctxbus.capture; the gateway runs it
+    after a Stop, SessionEnd or PreCompact hook has answered)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_CAPTURE_", extra="ignore", populate_by_name=True)
+
+    #: ``CTXBUS_CAPTURE=off`` turns capture off everywhere (a project's ``.claude/ctxbus.json`` ``"capture": false``
+    #: turns it off for that repository)
+    enabled: bool = Field(default=True, validation_alias=AliasChoices("CTXBUS_CAPTURE", "CTXBUS_CAPTURE_ENABLED"))
+    #: glob patterns (comma- or os.pathsep-separated) of directories and files never captured from: a session whose
+    #: directory matches captures nothing; an item naming a matching file is not stored
+    exclude: str = ""
+    #: the most of a transcript one capture reads (its end)
+    max_transcript_bytes: int = Field(default=8_000_000, ge=10_000, le=200_000_000)
+    #: captures waiting for the gateway's background worker (more are dropped and logged)
+    queue: int = Field(default=1_000, ge=1, le=100_000)
+
+    @property
+    def exclude_globs(self) -> tuple[str, ...]:
+        parts = self.exclude.replace(os.pathsep, ",").split(",")
+        return tuple(p.strip() for p in parts if p.strip())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CTXBUS_", extra="ignore")
 
@@ -328,6 +352,8 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    #: not named ``capture``: a nested group's own name is read as a JSON variable (CTXBUS_CAPTURE is the switch)
+    session_capture: CaptureSettings = Field(default_factory=CaptureSettings)
 
     @field_validator("topic_prefix")
     @classmethod

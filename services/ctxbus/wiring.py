@@ -329,7 +329,9 @@ async def run_gateway(
     API (``/v1/search``, ``/v1/prime``, ``/v1/count``) on their embedder and store, once the retriever opened them.
     """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
+    from ctxbus.capture.redaction import capture_redactor  # noqa: PLC0415
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
+    from ctxbus.gateway.capture import SessionCapture  # noqa: PLC0415
     from ctxbus.gateway.fallback_shipper import FallbackShipper  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
@@ -362,6 +364,12 @@ async def run_gateway(
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
+        # memory captured from the sessions by rules, after each hook has answered (every text redacted first)
+        capture = (
+            SessionCapture(topics, publisher, settings.session_capture, redact=capture_redactor())
+            if settings.session_capture.enabled
+            else None
+        )
         # fallback answers (the pattern file's, the client's and this gateway's) reach the bus once it takes them
         shipper = FallbackShipper(settings.data_dir, topics, publisher)
         gateway = HookGateway(
@@ -375,6 +383,7 @@ async def run_gateway(
             patterns,
             warm,
             memory=memory,
+            capture=capture,
             data_dir=settings.data_dir,
             on_spooled=shipper.wake,
             session_ended=resources.session_ended if resources is not None else None,
@@ -402,3 +411,5 @@ async def run_gateway(
             metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()
+            if capture is not None:
+                await capture.close()

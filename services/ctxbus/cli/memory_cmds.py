@@ -239,12 +239,12 @@ def cmd_import(args: argparse.Namespace) -> int:
                 "the services use (for `ctxbus run` services), or start the stack with `ctxbus up`",
                 1,
             ) from exc
-        return _through_bus(settings, args, project, items, result)
+        return through_bus(settings, args, project, items, result)
     print(json.dumps(result))
     return 0 if not rejected else EXIT_REJECTED
 
 
-def _through_bus(
+def through_bus(
     settings: Settings, args: argparse.Namespace, project: str, items: Sequence[MemoryItem], result: dict[str, object]
 ) -> int:
     via = Topics(settings.topic_prefix).memory_upserted

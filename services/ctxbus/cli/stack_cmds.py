@@ -13,7 +13,15 @@ from aiokafka.errors import KafkaError
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import TopicsRefused
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import adversarial_cmds, broker_bench_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
+from ctxbus.cli import (
+    adversarial_cmds,
+    broker_bench_cmds,
+    capture_bench_cmds,
+    chaos_cmds,
+    footprint_cmds,
+    overload_cmds,
+    replay_cmds,
+)
 from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import for_config
@@ -95,11 +103,8 @@ def register(sub: Any) -> None:
     from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
 
     register_outcomes_bench(bsub)
-    adversarial_cmds.register_bench(bsub)
-    chaos_cmds.register_bench(bsub)
-    overload_cmds.register_bench(bsub)
-    footprint_cmds.register_bench(bsub)
-    broker_bench_cmds.register_bench(bsub)
+    for module in (adversarial_cmds, chaos_cmds, overload_cmds, footprint_cmds, broker_bench_cmds, capture_bench_cmds):
+        module.register_bench(bsub)
 
 
 def metrics_port_of(settings: Settings, service: str) -> int:

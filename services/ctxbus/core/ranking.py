@@ -121,10 +121,29 @@ def domain_match(item: MemoryItem, domain: str | None) -> float:
     return 1.0 if domain.strip().lower() in item.domains else 0.0
 
 
+#: a captured episode (a past session, ctxbus.capture) ages this much faster than other items, until it helps
+EPISODE_DECAY = 3.0
+
+
+def keeps_helping(item: MemoryItem) -> bool:
+    """Outcomes say the item helps: more successes than failures among the sessions it was injected into."""
+    fb = item.feedback
+    return fb.successes > 0 and fb.successes > fb.failures
+
+
+def half_life(item: MemoryItem, half_life_days: float) -> float:
+    """The item's half-life: a captured episode's is EPISODE_DECAY times shorter unless it keeps helping (a past
+    session that nobody's work went better for fades; one that helps ages like any other item)."""
+    if item.captured and item.kind is MemoryKind.ATTEMPT and not keeps_helping(item):
+        return half_life_days / EPISODE_DECAY
+    return half_life_days
+
+
 def recency(item: MemoryItem, now: datetime, half_life_days: float) -> float:
-    """0.5 ** (age / half-life), age from ``updated_at``; 1.0 for an item dated after ``now``."""
+    """0.5 ** (age / half-life), age from ``updated_at``; 1.0 for an item dated after ``now`` (half-life: see
+    :func:`half_life`)."""
     age_days = max(0.0, (now - item.updated_at).total_seconds() / SECONDS_PER_DAY)
-    return float(0.5 ** (age_days / half_life_days))
+    return float(0.5 ** (age_days / half_life(item, half_life_days)))
 
 
 def outcome_weight(item: MemoryItem) -> float:

@@ -28,6 +28,7 @@ from ctxbus.contract.payloads import OutcomeRecorded, RetrievalRequested
 from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED, with_deadline
 from ctxbus.core.hook_evidence import TOOL_EVENTS
+from ctxbus.gateway.capture import SessionCapture
 from ctxbus.gateway.deadline import HookWait
 from ctxbus.gateway.hook_input import clean_strings, event_of, parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
@@ -72,6 +73,7 @@ class HookGateway:
         patterns: PatternSync | None = None,
         warm: Callable[[RetrievalRequested], None] | None = None,
         memory: MemoryRoutes | None = None,
+        capture: SessionCapture | None = None,
         data_dir: Path | None = None,
         on_spooled: Callable[[], None] | None = None,
         session_ended: Callable[[str], None] | None = None,
@@ -85,6 +87,8 @@ class HookGateway:
         self._data_dir = data_dir
         self._on_spooled = on_spooled
         self._warm = warm
+        #: session capture, handed the hook input once its answer is written (None: CTXBUS_CAPTURE=off)
+        self._capture = capture
         self._warming: set[asyncio.Task[None]] = set()
         self._library = library
         self._memory = memory
@@ -147,6 +151,9 @@ class HookGateway:
                 outcome = "ignored"
         self._metrics.gateway_requests.labels(event, outcome).inc()
         self._metrics.gateway_seconds.labels(event).observe(time.perf_counter() - started)
+        capture = self._capture
+        if capture is not None and self._settings.enabled and identity.project is not None and capture.wants(event):
+            return Response(200, body, after=lambda: capture.after_answer(event, hook_input))
         return Response(200, body)
 
     def _budget(self, request: Request) -> float:

@@ -30,6 +30,7 @@ EVENTS = {
     "stop": "Stop",
     "post-tool-use": "PostToolUse",
     "post-tool-use-failure": "PostToolUseFailure",
+    "pre-compact": "PreCompact",
 }
 CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 DEFAULT_TIMEOUT_MS = 2_000
