@@ -88,6 +88,8 @@ class Archiver:
         # no group, no commits; not on the request path: it polls an idle broker rarely
         consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None, background=True))
         admin = AIOKafkaAdminClient(**self._config.common("archiver"))
+        # idle, it sleeps until a publisher rings (the embedded broker never wakes a waiting fetch)
+        quiet = self._config.quiet(tuple(self._topics.all()), background=True)
         await consumer.start()
         await admin.start()
         try:
@@ -97,15 +99,24 @@ class Archiver:
             now = time.monotonic()
             next_flush, next_offsets = now + self._flush_s, now + self._offsets_s
             next_rediscover, next_housekeeping = now + REDISCOVER_S, now
+            unflushed = 0  # records appended since the last flush
             while not stop.is_set():
                 try:
-                    await self._poll(consumer)
+                    if quiet is not None:
+                        quiet.mark()
+                    got = await self._poll(consumer, quiet.linger_ms if quiet is not None else FETCH_TIMEOUT_MS)
+                    unflushed += got
                     now = time.monotonic()
                     if now >= next_flush:
-                        await self._flush()
+                        if unflushed or quiet is None:
+                            await self._flush()
+                            unflushed = 0
                         next_flush = now + self._flush_s
                     if now >= next_offsets:
-                        await self._snapshot_offsets(admin)
+                        # the groups' positions move only after records: once the topics were quiet for two
+                        # snapshots, there is nothing new to snapshot (the stop snapshots anyway)
+                        if quiet is None or self.idle_for(now) <= 2 * self._offsets_s:
+                            await self._snapshot_offsets(admin)
                         next_offsets = now + self._offsets_s
                     if now >= next_rediscover:
                         await self._assign(consumer)
@@ -113,6 +124,9 @@ class Archiver:
                     if now >= next_housekeeping:
                         self._retention()
                         next_housekeeping = now + HOUSEKEEPING_S
+                    if not got and quiet is not None:
+                        # unflushed records must not wait longer than the flush interval
+                        await quiet.sleep(consumer, stop, timeout_s=max(0.0, next_flush - now) if unflushed else None)
                 except KafkaError as exc:
                     log.warning("archive_broker_error", error=repr(exc))
                     with contextlib.suppress(TimeoutError):
@@ -156,11 +170,11 @@ class Archiver:
         self._assigned = wanted
         log.info("archive_assigned", partitions=len(wanted))
 
-    async def _poll(self, consumer: AIOKafkaConsumer) -> int:
+    async def _poll(self, consumer: AIOKafkaConsumer, timeout_ms: int = FETCH_TIMEOUT_MS) -> int:
         if not self._assigned:
-            await asyncio.sleep(FETCH_TIMEOUT_MS / 1000.0)
+            await asyncio.sleep(timeout_ms / 1000.0)
             return 0
-        batch = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=MAX_RECORDS)
+        batch = await consumer.getmany(timeout_ms=timeout_ms, max_records=MAX_RECORDS)
         count = 0
         for tp, records in batch.items():
             for record in records:

@@ -40,6 +40,8 @@ class ReplyRouter:
 
     def __init__(self, config: KafkaClientConfig, topic: str, payload: type[Any] = ContextInjected) -> None:
         self._consumer = AIOKafkaConsumer(**config.consumer("reply", None))
+        # idle, its partitions pause until the injector rings (the embedded broker never wakes a waiting fetch)
+        self._quiet = config.quiet((topic,))
         self._topic = topic
         self._payload = payload
         self._deserialize = EventDeserializer()
@@ -110,15 +112,20 @@ class ReplyRouter:
             self._waiting.pop(key, None)
 
     async def _route(self) -> None:
+        quiet = self._quiet
         while True:
+            if quiet is not None:
+                quiet.mark()
             try:
-                batch = await self._consumer.getmany(timeout_ms=100)
+                batch = await self._consumer.getmany(timeout_ms=quiet.linger_ms if quiet is not None else 100)
             except asyncio.CancelledError:
                 raise
             except Exception:  # keep serving: the next fetch may work
                 log.exception("reply_fetch_failed")
                 await asyncio.sleep(0.1)
                 continue
+            if not batch and quiet is not None:
+                await quiet.sleep(self._consumer)
             for records in batch.values():
                 for rec in records:
                     key = header_value(list(rec.headers or ()), HEADER_CORRELATION_ID)

@@ -196,12 +196,17 @@ class ConsumerRunner:
     async def run(self, stop: asyncio.Event) -> None:
         consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group, background=self._background))
         consumer.subscribe([self._topic], listener=_Revoke(self))
+        # the embedded broker never wakes a waiting fetch: idle, the partitions pause until a publisher rings
+        quiet = self._config.quiet((self._topic,), background=self._background)
         await consumer.start()
         self._consumer = consumer
         log.info("service_started", service=self.name, topic=self._topic, group=self._group)
         try:
             while not stop.is_set():
-                fetch = asyncio.ensure_future(consumer.getmany(timeout_ms=200, max_records=self._settings.max_batch))
+                if quiet is not None:
+                    quiet.mark()
+                wait_ms = quiet.linger_ms if quiet is not None else 200
+                fetch = asyncio.ensure_future(consumer.getmany(timeout_ms=wait_ms, max_records=self._settings.max_batch))
                 stopping = asyncio.ensure_future(stop.wait())
                 done, _ = await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 if fetch not in done:
@@ -218,6 +223,8 @@ class ConsumerRunner:
                     self._broker_seen = time.monotonic()
                 await self._report_lag(consumer)
                 await self._probe_broker(consumer)
+                if not batch and quiet is not None and self.ready.is_set():
+                    await quiet.sleep(consumer, stop)
         finally:
             async with self.busy:
                 try:
