@@ -59,6 +59,9 @@ class KafkaSettings(BaseSettings):
     #: how long a paused consumer waits for a ring before it fetches anyway (what a missed ring, or a producer that
     #: does not ring, costs at most)
     doorbell_fallback_ms: int = Field(default=5_000, ge=10, le=600_000)
+    #: how long a consumer with the doorbell keeps fetching after its last records before it sleeps (under load it
+    #: never sleeps, and fetches exactly as without the doorbell)
+    doorbell_awake_ms: int = Field(default=1_000, ge=0, le=600_000)
     #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
     #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it.
     session_timeout_ms: int | None = Field(default=None, ge=1_000, le=300_000)

@@ -115,12 +115,8 @@ def register(sub: Any) -> None:
     from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
 
     register_outcomes_bench(bsub)
-    adversarial_cmds.register_bench(bsub)
-    chaos_cmds.register_bench(bsub)
-    overload_cmds.register_bench(bsub)
-    footprint_cmds.register_bench(bsub)
-    broker_bench_cmds.register_bench(bsub)
-    idle_cmds.register_bench(bsub)
+    for module in (adversarial_cmds, chaos_cmds, overload_cmds, footprint_cmds, broker_bench_cmds, idle_cmds):
+        module.register_bench(bsub)
 
 
 def metrics_port_of(settings: Settings, service: str) -> int:

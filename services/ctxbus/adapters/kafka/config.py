@@ -27,8 +27,8 @@ CLUSTER_BACKGROUND_FETCH_MAX_WAIT_MS = 500
 #: every recycle of its broker joins every group anew. 6 s still lets a process stall for seconds without losing
 #: its partitions; a cluster keeps aiokafka's 10 s unless CTXBUS_KAFKA_SESSION_TIMEOUT_MS says otherwise.
 EMBEDDED_SESSION_TIMEOUT_MS = 6_000
-#: how long a consumer with the doorbell goes on fetching after its last records (or a ring) before it pauses, at
-#: least: two fetch waits more (the fetch in flight when it looked last, and one sent after)
+#: the longest fetch of a consumer with the doorbell before it looks again whether to sleep: two fetch waits more
+#: (the fetch in flight when it looked last, and one sent after)
 DOORBELL_LINGER_MS = 40
 
 
@@ -93,6 +93,7 @@ class KafkaClientConfig:
             topics,
             fallback_s=self.settings.doorbell_fallback_ms / 1000.0,
             linger_ms=max(DOORBELL_LINGER_MS, 2 * wait + DOORBELL_LINGER_MS),
+            awake_s=self.settings.doorbell_awake_ms / 1000.0,
         )
 
     def producer(self, client_id: str) -> dict[str, Any]:

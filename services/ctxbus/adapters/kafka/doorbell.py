@@ -23,15 +23,18 @@ import contextlib
 import errno
 import hashlib
 import os
+import select
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import structlog
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import IllegalStateError, KafkaError
 
 log = structlog.get_logger("ctxbus.doorbell")
 
@@ -55,6 +58,8 @@ class Doorbell:
         self._rung: dict[str, int] = {}
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._listener: socket.socket | None = None
+        #: what reads the socket: an event loop's reader, or a thread
+        self._reader: asyncio.AbstractEventLoop | threading.Thread | None = None
         self._path: Path | None = None
         self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sender.setblocking(False)
@@ -88,7 +93,14 @@ class Doorbell:
         with self._lock:
             self._rung[topic] = self._rung.get(topic, 0) + 1
             waiters = list(self._waiters.get(topic, ()))
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
         for fut in waiters:
+            if fut.get_loop() is here:
+                _wake(fut)
+                continue
             with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
                 fut.get_loop().call_soon_threadsafe(_wake, fut)
 
@@ -128,37 +140,71 @@ class Doorbell:
 
     # -- listening ------------------------------------------------------------------------------------------
     def listen(self) -> None:
-        """Bind this process's socket, so the other processes' rings reach its waiters (idempotent)."""
+        """Bind this process's socket (once), so the other processes' rings reach its waiters: read by the running
+        event loop (no thread hands the ring over), or by a thread when there is none."""
         with self._lock:
-            if self._listener is not None:
+            if self._listener is None:
+                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                path = self.directory / f"{os.getpid()}.sock"
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()  # a dead process of the same pid left it
+                listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                listener.bind(str(path))
+                listener.setblocking(False)
+                self._listener, self._path = listener, path
+            listener = self._listener
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            reader = self._reader
+            if isinstance(reader, threading.Thread) or (
+                isinstance(reader, asyncio.AbstractEventLoop) and reader.is_running()
+            ):
+                return  # read already (rings for a waiter of another loop reach it through that loop)
+            if isinstance(reader, asyncio.AbstractEventLoop) and not reader.is_closed():
+                with contextlib.suppress(RuntimeError, ValueError):
+                    reader.remove_reader(listener.fileno())
+            if loop is not None:
+                loop.add_reader(listener.fileno(), self._drain, listener)
+                self._reader = loop
                 return
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            path = self.directory / f"{os.getpid()}.sock"
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()  # a dead process of the same pid left it
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            listener.bind(str(path))
-            self._listener, self._path = listener, path
-        threading.Thread(target=self._receive, args=(listener,), name="ctxbus-doorbell", daemon=True).start()
+            self._reader = threading.Thread(target=self._receive, args=(listener,), name="ctxbus-doorbell", daemon=True)
+        self._reader.start()
 
-    def _receive(self, listener: socket.socket) -> None:
+    def _drain(self, listener: socket.socket) -> None:
+        """Every ring waiting on the socket (the event loop's reader)."""
         while True:
             try:
                 data = listener.recv(MAX_RING_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:  # closed
                 return
-            if not data:  # shut down
+            if data:
+                self._rang(data.decode(errors="replace"))
+
+    def _receive(self, listener: socket.socket) -> None:
+        """The thread's reader (no event loop ran when the process started listening)."""
+        while True:
+            try:
+                readable, _, _ = select.select([listener], [], [], 1.0)  # a close is noticed
+            except (OSError, ValueError):  # closed
                 return
-            self._rang(data.decode(errors="replace"))
+            if readable:
+                self._drain(listener)
+            if listener.fileno() < 0:
+                return
 
     def close(self) -> None:
         """Stop listening and remove this process's socket."""
         with self._lock:
-            listener, path = self._listener, self._path
-            self._listener = self._path = None
+            listener, path, reader = self._listener, self._path, self._reader
+            self._listener = self._path = self._reader = None
         if listener is not None:
-            with contextlib.suppress(OSError):
-                listener.shutdown(socket.SHUT_RDWR)
+            if isinstance(reader, asyncio.AbstractEventLoop) and not reader.is_closed():
+                with contextlib.suppress(RuntimeError, ValueError):
+                    reader.remove_reader(listener.fileno())
             listener.close()
         if path is not None:
             with contextlib.suppress(OSError):
@@ -196,34 +242,53 @@ atexit.register(close_all)
 
 
 class Quiet:
-    """One consumer's idle waits: when a fetch found nothing for ``linger_ms``, its partitions are paused (no
-    fetch reaches the broker) until one of its topics rings or ``fallback_s`` passes.
+    """One consumer's idle waits: once it has found nothing for ``awake_s`` since its last records (or the ring that
+    woke it), its partitions are paused (no fetch reaches the broker) until one of its topics rings or
+    ``fallback_s`` passes. Under load it never sleeps: it fetches as a consumer without the doorbell does.
 
-    The loop calls :meth:`mark` before each fetch and :meth:`sleep` after one that brought nothing; a ring between
-    the two wakes it at once. A ring can still be missed when the broker answers the last fetch of the linger later
-    than the linger itself (a very busy machine): the record waits for the fallback then, never longer.
+    The loop calls :meth:`busy` when a fetch (of ``linger_ms`` at most) got records, and :meth:`sleep` after one
+    that brought nothing once :meth:`drowsy`. The sleep pauses, notes the rings so far, then asks the broker for the
+    partitions' ends: records that came before are found there (no sleep), records after ring.
     """
 
-    def __init__(self, bell: Doorbell, topics: tuple[str, ...], *, fallback_s: float, linger_ms: int) -> None:
+    def __init__(
+        self, bell: Doorbell, topics: tuple[str, ...], *, fallback_s: float, linger_ms: int, awake_s: float = 1.0
+    ) -> None:
         self._bell, self.topics = bell, topics
-        self.fallback_s, self.linger_ms = fallback_s, linger_ms
+        self.fallback_s, self.linger_ms, self.awake_s = fallback_s, linger_ms, awake_s
         self._seen = 0
-        #: how the sleeps ended: ``rung`` (woken by a ring) or ``fallback`` (the wait passed)
-        self.woken: dict[str, int] = {"rung": 0, "fallback": 0}
+        self._awake_until = 0.0
+        #: how the sleeps ended: ``rung`` (woken by a ring), ``fallback`` (the wait passed) or ``behind`` (records
+        #: were there already)
+        self.woken: dict[str, int] = {"rung": 0, "fallback": 0, "behind": 0}
         bell.listen()
 
     def mark(self) -> None:
         self._seen = self._bell.rung(self.topics)
 
+    def busy(self) -> None:
+        """Records came (or a ring): stay awake for ``awake_s`` more."""
+        self._awake_until = time.monotonic() + self.awake_s
+
+    def drowsy(self) -> bool:
+        """Whether nothing came for ``awake_s``: the next empty fetch may end in :meth:`sleep`."""
+        return time.monotonic() >= self._awake_until
+
     async def sleep(
         self, consumer: AIOKafkaConsumer, stop: asyncio.Event | None = None, *, timeout_s: float | None = None
     ) -> bool:
         """Pause the consumer's partitions until a ring (True), the fallback or ``timeout_s`` (when shorter) or
-        ``stop``; the partitions are fetched again afterwards."""
+        ``stop``; the partitions are fetched again afterwards. Records that reached the broker before the pause
+        (their ring came while the consumer was still fetching) are looked for first: then it does not sleep."""
         paused = consumer.assignment()
         consumer.pause(*paused)
+        self.mark()  # from here on, a ring wakes it; what came before, the check below finds
         waits: set[asyncio.Future[Any]] = set()
         try:
+            if await _behind(consumer, paused):
+                self.woken["behind"] += 1
+                self.busy()
+                return True
             wait = min(self.fallback_s, timeout_s) if timeout_s is not None else self.fallback_s
             ring = asyncio.ensure_future(self._bell.wait(self.topics, self._seen, wait))
             waits.add(ring)
@@ -232,9 +297,31 @@ class Quiet:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             rung = ring.done() and not ring.cancelled() and ring.result()
             self.woken["rung" if rung else "fallback"] += 1
+            if rung:
+                self.busy()
             return bool(rung)
         finally:
             for fut in waits:
                 fut.cancel()
             still = consumer.assignment()  # a rebalance meanwhile: only what is still this consumer's
             consumer.resume(*(tp for tp in paused if tp in still))
+
+
+async def _behind(consumer: AIOKafkaConsumer, partitions: set[TopicPartition]) -> bool:
+    """Whether the broker holds records past the consumer's position in any of ``partitions`` (asked once: a
+    broker that does not answer is left to the fallback wait)."""
+    if not partitions:
+        return False
+    try:
+        ends = await consumer.end_offsets(sorted(partitions))
+        for tp in partitions:
+            if ends.get(tp, 0) > await consumer.position(tp):
+                return True
+    except (
+        KafkaError,
+        OSError,
+        AssertionError,
+        IllegalStateError,
+    ):  # unreachable, or the partition was revoked meanwhile
+        return False
+    return False

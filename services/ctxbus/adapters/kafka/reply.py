@@ -114,8 +114,6 @@ class ReplyRouter:
     async def _route(self) -> None:
         quiet = self._quiet
         while True:
-            if quiet is not None:
-                quiet.mark()
             try:
                 batch = await self._consumer.getmany(timeout_ms=quiet.linger_ms if quiet is not None else 100)
             except asyncio.CancelledError:
@@ -124,8 +122,11 @@ class ReplyRouter:
                 log.exception("reply_fetch_failed")
                 await asyncio.sleep(0.1)
                 continue
-            if not batch and quiet is not None:
-                await quiet.sleep(self._consumer)
+            if quiet is not None:
+                if batch:
+                    quiet.busy()
+                elif quiet.drowsy():
+                    await quiet.sleep(self._consumer)
             for records in batch.values():
                 for rec in records:
                     key = header_value(list(rec.headers or ()), HEADER_CORRELATION_ID)
