@@ -20,7 +20,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.adapters.kafka.runner import ConsumerRunner
-from ctxbus.contract.envelope import Envelope
+from ctxbus.contract.envelope import Envelope, EventType
 from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted
 from ctxbus.contract.serde import EventSerializer
 from ctxbus.contract.topics import Topics
@@ -73,6 +73,35 @@ async def test_a_publish_rings_a_sleeping_consumer_awake(settings: Settings, top
             out = await read_all(kafka, topics.retrieval_completed, expect=1, timeout_s=WAIT_S)
             assert len(out) == 1
             assert runner.quiet is not None and runner.quiet.woken["rung"] >= 1
+            assert runner.quiet.woken["fallback"] == 0
+
+
+async def test_a_ring_upstream_wakes_a_downstream_consumer_before_its_input_comes(
+    settings: Settings, topics: Topics, metrics: Metrics
+) -> None:
+    settings, kafka = with_fallback(settings, NEVER_MS)
+    async with EventPublisher(kafka, "t") as pub:
+        runner = ConsumerRunner(
+            name="downstream",
+            config=kafka,
+            topic=topics.retrieval_requested,
+            group_id=f"{settings.topic_prefix}.downstream",
+            handler=EchoHandler(topics),
+            publisher=pub,
+            dead_letter_topic=topics.dead_letter,
+            expect_event_type=EventType.RETRIEVAL_REQUESTED,
+            settings=settings.service,
+            metrics=metrics,
+            wake_on=(topics.memory_upserted,),
+        )
+        async for _ in _running(runner):
+            bell = kafka.doorbell
+            assert bell is not None and runner.quiet is not None
+            bell.ring(topics.memory_upserted)  # as a publisher of the upstream topic does
+            deadline = time.monotonic() + WAIT_S
+            while runner.quiet.woken["rung"] < 1:
+                assert time.monotonic() < deadline, "the upstream ring did not wake it"
+                await asyncio.sleep(0.01)
             assert runner.quiet.woken["fallback"] == 0
 
 

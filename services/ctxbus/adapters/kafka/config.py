@@ -81,9 +81,11 @@ class KafkaClientConfig:
         on = self.settings.doorbell if self.settings.doorbell is not None else self.embedded
         return doorbell_for(self.bootstrap_servers) if on else None
 
-    def quiet(self, topics: tuple[str, ...], *, background: bool = False) -> Quiet | None:
+    def quiet(
+        self, topics: tuple[str, ...], *, background: bool = False, wake_on: tuple[str, ...] = ()
+    ) -> Quiet | None:
         """A consumer's idle waits on the doorbell (None when it is off: the consumer polls as Kafka's consumers
-        do); its linger outlasts two of its fetch waits."""
+        do); its linger outlasts two of its fetch waits; ``wake_on``: upstream topics whose rings wake it too."""
         bell = self.doorbell
         if bell is None:
             return None
@@ -94,6 +96,7 @@ class KafkaClientConfig:
             fallback_s=self.settings.doorbell_fallback_ms / 1000.0,
             linger_ms=max(DOORBELL_LINGER_MS, 2 * wait + DOORBELL_LINGER_MS),
             awake_s=self.settings.doorbell_awake_ms / 1000.0,
+            wake_on=wake_on,
         )
 
     def producer(self, client_id: str) -> dict[str, Any]:

@@ -252,9 +252,19 @@ class Quiet:
     """
 
     def __init__(
-        self, bell: Doorbell, topics: tuple[str, ...], *, fallback_s: float, linger_ms: int, awake_s: float = 1.0
+        self,
+        bell: Doorbell,
+        topics: tuple[str, ...],
+        *,
+        fallback_s: float,
+        linger_ms: int,
+        awake_s: float = 1.0,
+        wake_on: tuple[str, ...] = (),
     ) -> None:
+        """``wake_on``: topics upstream whose rings wake it too (the injector wakes when a request enters the
+        pipeline, so it is fetching again by the time the retriever's answer comes, as without the doorbell)."""
         self._bell, self.topics = bell, topics
+        self._ringing = (*topics, *(t for t in wake_on if t not in topics))
         self.fallback_s, self.linger_ms, self.awake_s = fallback_s, linger_ms, awake_s
         self._seen = 0
         self._awake_until = 0.0
@@ -264,7 +274,7 @@ class Quiet:
         bell.listen()
 
     def mark(self) -> None:
-        self._seen = self._bell.rung(self.topics)
+        self._seen = self._bell.rung(self._ringing)
 
     def busy(self) -> None:
         """Records came (or a ring): stay awake for ``awake_s`` more."""
@@ -290,7 +300,7 @@ class Quiet:
                 self.busy()
                 return True
             wait = min(self.fallback_s, timeout_s) if timeout_s is not None else self.fallback_s
-            ring = asyncio.ensure_future(self._bell.wait(self.topics, self._seen, wait))
+            ring = asyncio.ensure_future(self._bell.wait(self._ringing, self._seen, wait))
             waits.add(ring)
             if stop is not None:
                 waits.add(asyncio.ensure_future(stop.wait()))

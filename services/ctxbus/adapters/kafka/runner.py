@@ -118,10 +118,13 @@ class ConsumerRunner:
         deserializer: EventDeserializer | None = None,
         schemas: SchemaTopicReader | None = None,
         background: bool = False,
+        wake_on: Sequence[str] = (),
     ) -> None:
-        """``background``: a consumer off the request path (it polls an idle broker less often)."""
+        """``background``: a consumer off the request path (it polls an idle broker less often); ``wake_on``:
+        upstream topics whose doorbell rings wake it too (it is fetching by the time its input comes)."""
         self.name = name
         self._background = background
+        self._wake_on = tuple(wake_on)
         self.busy = asyncio.Lock()
         self._config = config
         self._topic = topic
@@ -200,7 +203,7 @@ class ConsumerRunner:
         consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group, background=self._background))
         consumer.subscribe([self._topic], listener=_Revoke(self))
         # the embedded broker never wakes a waiting fetch: idle, the partitions pause until a publisher rings
-        quiet = self.quiet = self._config.quiet((self._topic,), background=self._background)
+        quiet = self.quiet = self._config.quiet((self._topic,), background=self._background, wake_on=self._wake_on)
         await consumer.start()
         self._consumer = consumer
         log.info("service_started", service=self.name, topic=self._topic, group=self._group)
