@@ -95,3 +95,13 @@ def test_closing_removes_the_socket_and_the_path_is_short(broker: str) -> None:
     assert own and all(len(str(p)) < 100 for p in own)  # a unix socket's path has at most 107 bytes
     bell.close()
     assert not any(Path(bell.directory).iterdir())
+
+
+async def test_a_directory_it_cannot_use_leaves_local_rings_working(tmp_path: Path) -> None:
+    (tmp_path / "not-a-dir").write_text("")
+    bell = Doorbell(tmp_path / "not-a-dir" / "bells")
+    bell.listen()  # logged, not raised: the services start anyway
+    seen = bell.rung(("t",))
+    bell.ring("t")
+    assert await bell.wait(("t",), seen, NEVER_S) is True
+    bell.close()

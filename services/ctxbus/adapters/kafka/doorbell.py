@@ -141,17 +141,15 @@ class Doorbell:
     # -- listening ------------------------------------------------------------------------------------------
     def listen(self) -> None:
         """Bind this process's socket (once), so the other processes' rings reach its waiters: read by the running
-        event loop (no thread hands the ring over), or by a thread when there is none."""
+        event loop (no thread hands the ring over), or by a thread when there is none. A directory it cannot use
+        is logged: the consumers then wake on this process's rings and the fallback wait only."""
         with self._lock:
             if self._listener is None:
-                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-                path = self.directory / f"{os.getpid()}.sock"
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()  # a dead process of the same pid left it
-                listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                listener.bind(str(path))
-                listener.setblocking(False)
-                self._listener, self._path = listener, path
+                try:
+                    self._listener, self._path = self._bind()
+                except OSError as exc:  # the directory is not ours or not writable: rings of this process only
+                    log.warning("doorbell_unbound", directory=str(self.directory), error=repr(exc))
+                    return
             listener = self._listener
             try:
                 loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -171,6 +169,21 @@ class Doorbell:
                 return
             self._reader = threading.Thread(target=self._receive, args=(listener,), name="ctxbus-doorbell", daemon=True)
         self._reader.start()
+
+    def _bind(self) -> tuple[socket.socket, Path]:
+        self.directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory.mkdir(exist_ok=True, mode=0o700)
+        path = self.directory / f"{os.getpid()}.sock"
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a dead process of the same pid left it
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            listener.bind(str(path))
+        except OSError:
+            listener.close()
+            raise
+        listener.setblocking(False)
+        return listener, path
 
     def _drain(self, listener: socket.socket) -> None:
         """Every ring waiting on the socket (the event loop's reader)."""
