@@ -53,6 +53,15 @@ class KafkaSettings(BaseSettings):
     #: the same for consumers off the request path (the recorder, learning, memory, attempts, the archiver):
     #: None: 100 ms embedded (each idle poll costs the broker and the process CPU), 500 ms otherwise.
     background_fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    #: the doorbell (ctxbus.adapters.kafka.doorbell): idle consumers pause until a publisher rings; None: on for
+    #: the embedded broker (it never wakes a waiting fetch), off for a cluster (Kafka's own long polling)
+    doorbell: bool | None = None
+    #: how long a paused consumer waits for a ring before it fetches anyway (what a missed ring, or a producer that
+    #: does not ring, costs at most)
+    doorbell_fallback_ms: int = Field(default=5_000, ge=10, le=600_000)
+    #: how long a consumer with the doorbell keeps fetching after its last records before it sleeps (under load it
+    #: never sleeps, and fetches exactly as without the doorbell)
+    doorbell_awake_ms: int = Field(default=1_000, ge=0, le=600_000)
     #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
     #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it.
     session_timeout_ms: int | None = Field(default=None, ge=1_000, le=300_000)

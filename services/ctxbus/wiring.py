@@ -100,6 +100,8 @@ class RunnerSpec:
     expect: str
     outputs: tuple[str, ...] = ()
     background: bool = False
+    #: upstream topics whose doorbell rings wake this loop too (the embedded broker's idle consumers sleep)
+    wake_on: tuple[str, ...] = ()
 
 
 def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
@@ -183,6 +185,8 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.retrieval_completed,
                 EventType.RETRIEVAL_COMPLETED,
                 (topics.context_injected,),
+                # awake when a request enters the pipeline: fetching by the time the retriever answers
+                wake_on=(topics.retrieval_requested,),
             ),
             RunnerSpec(
                 "attempts",
@@ -273,6 +277,7 @@ async def run_services(
                     output_topics=spec.outputs,
                     schemas=schemas,
                     background=spec.background,
+                    wake_on=spec.wake_on,
                 )
                 for name in names
                 for spec in build_runners(name, res, topics)
@@ -347,7 +352,8 @@ async def run_gateway(
     admission = Admission(gateway_secret(settings), allowed_hosts=settings.gateway.allowed_host_list)
     async with (
         publisher_for(config, "gateway", topics) as publisher,
-        ReplyRouter(config, topics.context_injected) as router,
+        # awake as soon as a hook's request is published (by this process: the ring is local)
+        ReplyRouter(config, topics.context_injected, wake_on=(topics.retrieval_requested,)) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
         memory = MemoryRoutes(_memory_of(resources)) if resources is not None else None

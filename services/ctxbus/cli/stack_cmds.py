@@ -19,6 +19,7 @@ from ctxbus.cli import (
     capture_bench_cmds,
     chaos_cmds,
     footprint_cmds,
+    idle_cmds,
     overload_cmds,
     replay_cmds,
 )
@@ -103,7 +104,15 @@ def register(sub: Any) -> None:
     from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
 
     register_outcomes_bench(bsub)
-    for module in (adversarial_cmds, chaos_cmds, overload_cmds, footprint_cmds, broker_bench_cmds, capture_bench_cmds):
+    for module in (
+        adversarial_cmds,
+        chaos_cmds,
+        overload_cmds,
+        footprint_cmds,
+        broker_bench_cmds,
+        capture_bench_cmds,
+        idle_cmds,
+    ):
         module.register_bench(bsub)
 
 

@@ -68,6 +68,8 @@ class EventPublisher:
         self._serialize = serializer or EventSerializer(scrub=scrub_payload)
         self.max_record_bytes = config.settings.max_record_bytes
         self._schemas_topic = schemas_topic
+        #: rung once the broker holds a record (the embedded broker's consumers sleep until then; None: off)
+        self._bell = config.doorbell
 
     async def start(self) -> None:
         try:
@@ -85,6 +87,7 @@ class EventPublisher:
         async def send_all() -> None:
             sends = [await self._producer.send(topic, value=value, key=key) for key, value in announcements()]
             await asyncio.gather(*sends)
+            self._ring(topic)
 
         try:  # bounded: a cluster without the topic (and no auto-creation) must not hold up the first event
             await asyncio.wait_for(send_all(), ANNOUNCE_TIMEOUT_S)
@@ -113,9 +116,11 @@ class EventPublisher:
 
     async def send(self, record: PreparedRecord) -> Any:
         """Send a prepared record and wait for the acknowledgement; returns the record metadata."""
-        return await self._producer.send_and_wait(
+        metadata = await self._producer.send_and_wait(
             record.topic, value=record.value, key=record.key, headers=record.headers
         )
+        self._ring(record.topic)
+        return metadata
 
     async def enqueue(self, record: PreparedRecord) -> asyncio.Future[Any]:
         """Hand a prepared record to the producer without waiting for the broker: the returned future is its
@@ -124,7 +129,14 @@ class EventPublisher:
         ack: asyncio.Future[Any] = await self._producer.send(
             record.topic, value=record.value, key=record.key, headers=record.headers
         )
+        if self._bell is not None:
+            ack.add_done_callback(lambda done: self._ring(record.topic) if _acknowledged(done) else None)
         return ack
+
+    def _ring(self, topic: str) -> None:
+        """Wake the consumers of ``topic`` (in every process of the stack), the record being on the broker."""
+        if self._bell is not None:
+            self._bell.ring(topic)
 
     async def publish(self, topic: str, event: AnyEnvelope) -> Any:
         """Send one event and wait for the acknowledgement; returns the record metadata."""
@@ -132,3 +144,7 @@ class EventPublisher:
 
     async def publish_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers) -> Any:
         return await self.send(self.prepare_raw(topic, value, key, headers))
+
+
+def _acknowledged(ack: asyncio.Future[Any]) -> bool:
+    return not ack.cancelled() and ack.exception() is None
