@@ -334,6 +334,9 @@ class CaptureSettings(BaseSettings):
     max_transcript_bytes: int = Field(default=8_000_000, ge=10_000, le=200_000_000)
     #: captures waiting for the gateway's background worker (more are dropped and logged)
     queue: int = Field(default=1_000, ge=1, le=100_000)
+    #: seed 002's SessionEnd update: write a session's lessons back to the project's learned-pattern file
+    #: (``CTXBUS_CAPTURE_WRITE_PATTERNS=1``; the user's own patterns stay byte-identical)
+    write_patterns: bool = False
 
     @property
     def exclude_globs(self) -> tuple[str, ...]:

@@ -372,7 +372,13 @@ async def run_gateway(
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
         # memory captured from the sessions by rules, after each hook has answered (every text redacted first)
         capture = (
-            SessionCapture(topics, publisher, settings.session_capture, redact=capture_redactor())
+            SessionCapture(
+                topics,
+                publisher,
+                settings.session_capture,
+                redact=capture_redactor(),
+                patterns_file=settings.hook.patterns_file,
+            )
             if settings.session_capture.enabled
             else None
         )

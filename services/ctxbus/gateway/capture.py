@@ -46,6 +46,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.hook_evidence import TOOL_EVENTS
 from ctxbus.gateway import transcript_file
 from ctxbus.gateway.identity import project_of
+from ctxbus.gateway.pattern_writer import write_learned
 from ctxbus.hooks.client import session_of
 from ctxbus.hooks.project import capture_allowed
 from ctxbus.memory.model import MemoryItem
@@ -135,6 +136,7 @@ class SessionCapture:
         redact: RedactText = no_redaction,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_sessions: int = MAX_SESSIONS,
+        patterns_file: str = "",
     ) -> None:
         self._topics = topics
         self._publisher = publisher
@@ -143,6 +145,9 @@ class SessionCapture:
         self._redact = redact
         self._clock = clock
         self._max = max_sessions
+        #: the project's learned-pattern file (relative to its root): a SessionEnd writes the lessons back to it
+        #: when ``write_patterns`` is on
+        self._patterns_file = patterns_file
         self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(maxsize=settings.queue)
         self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
         self._worker: asyncio.Task[None] | None = None
@@ -226,6 +231,8 @@ class SessionCapture:
         result = await self._publish(session, items)
         if event == "SessionEnd":
             self._sessions.pop((session.project, session.session_id), None)
+            if self._settings.write_patterns and self._patterns_file:
+                await asyncio.to_thread(write_learned, facts.cwd, self._patterns_file, items, facts.now)
         return result
 
     async def _prompt(self, session: _Session, facts: SessionFacts, hook_input: dict[str, Any]) -> str:

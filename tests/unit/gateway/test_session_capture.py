@@ -132,3 +132,55 @@ def test_the_switch_is_ctxbus_capture(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXBUS_CAPTURE_EXCLUDE", "/a/*,/b")
     settings = CaptureSettings()
     assert not settings.enabled and settings.exclude_globs == ("/a/*", "/b")
+
+
+async def test_session_end_writes_the_lessons_back_when_asked_and_keeps_the_users_bytes(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    patterns = root / ".claude" / "learned_patterns.json"
+    user = '{"version": "1.0.0",\n "patterns": [{"pattern_id": "mine", "description": "x",  "confidence": 0.9}]}\n'
+    patterns.write_text(user)
+    path = session_file(root)
+    off = SessionCapture(Topics("t"), Recorder(), CaptureSettings(), patterns_file=".claude/learned_patterns.json")  # type: ignore[arg-type]
+    await run(off, stop(root, path, "SessionEnd"))
+    assert patterns.read_text() == user  # not asked: the file is the user's
+    on = SessionCapture(  # type: ignore[arg-type]
+        Topics("t"),
+        Recorder(),
+        CaptureSettings(write_patterns=True),
+        patterns_file=".claude/learned_patterns.json",
+    )
+    await run(on, stop(root, path, "SessionEnd"))
+    written = json.loads(patterns.read_text())
+    mine, learned = written["patterns"]
+    assert mine == {"pattern_id": "mine", "description": "x", "confidence": 0.9}
+    assert patterns.read_text().startswith(user.rstrip("\n").rsplit("]}", 1)[0])  # the user's bytes, then ctxbus's
+    assert learned["written_by"] == "ctxbus" and learned["example_reference"] == "acme/auth/reset.py"
+    assert learned["pattern_id"].startswith("ctxbus-")  # the failure's fix: a learning; the episode stays out
+    assert [p["pattern_id"] for p in written["patterns"]].count(learned["pattern_id"]) == 1
+    await run(
+        SessionCapture(  # type: ignore[arg-type]
+            Topics("t"), Recorder(), CaptureSettings(write_patterns=True), patterns_file=".claude/learned_patterns.json"
+        ),
+        stop(root, path, "SessionEnd"),
+    )
+    assert json.loads(patterns.read_text()) == written  # the same session again: nothing new
+
+
+def test_a_pattern_file_ctxbus_cannot_read_is_left_as_it_is(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from ctxbus.gateway.pattern_writer import write_learned
+    from ctxbus.memory.model import MemoryItem, MemoryKind
+
+    root = repo(tmp_path)
+    patterns = root / ".claude" / "learned_patterns.json"
+    patterns.write_text("{not json")
+    lesson = MemoryItem(id="l", project=PROJECT, kind=MemoryKind.LEARNING, content="reset tokens are single use")
+    assert write_learned(str(root), ".claude/learned_patterns.json", [lesson], datetime.now(UTC)) == 0
+    assert patterns.read_text() == "{not json"
+    fresh = tmp_path / "other"
+    (fresh / ".git").mkdir(parents=True)
+    assert write_learned(str(fresh), ".claude/learned_patterns.json", [lesson], datetime.now(UTC)) == 1
+    assert json.loads((fresh / ".claude" / "learned_patterns.json").read_text())["patterns"][0]["pattern_id"] == (
+        "ctxbus-l"
+    )
