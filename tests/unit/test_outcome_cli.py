@@ -53,7 +53,9 @@ def test_hooks_install_adds_post_tool_use_for_bash(tmp_path: Path, capsys: pytes
     assert main(["hooks", "install", "--settings-file", str(path)]) == 0
     installed = json.loads(path.read_text())
     (group,) = installed["hooks"]["PostToolUse"]
-    assert group["matcher"] == "Bash" and group["hooks"][0]["command"].endswith("launch.py post-tool-use")
+    # Bash for the checks the outcome inference reads; the edits for session capture (the fix after a failure)
+    assert group["matcher"] == "Bash|Edit|Write|MultiEdit"
+    assert group["hooks"][0]["command"].endswith("launch.py post-tool-use")
     assert "PostToolUseFailure" not in installed["hooks"]
     assert main(["hooks", "install", "--settings-file", str(path), "--tool-failures"]) == 0
     assert "PostToolUseFailure" in json.loads(path.read_text())["hooks"]
