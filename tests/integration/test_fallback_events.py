@@ -16,12 +16,14 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, ContextSource, Trigger
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
+from ctxbus.gateway.sync_state import SyncState
 from ctxbus.hooks import spool
 from ctxbus.observability import Metrics
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import run_gateway
+from ctxbus.wiring import Resources, run_gateway
 
 from .kafka_io import read_all
+from .slack import ROOMY_HOOK_MS
 from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook
 
 pytestmark = pytest.mark.integration
@@ -101,3 +103,38 @@ async def test_the_gateways_own_fallback_is_published_under_its_requests_correla
     assert event.payload.context_source is ContextSource.PERSISTENCE_FILE
     assert event.payload.min_confidence_threshold == 0.5  # the threshold the file was read with
     assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] == event.payload.context
+
+
+async def test_a_session_start_the_pipeline_answers_empty_gets_the_file_and_that_answer_is_published(
+    running_pipeline: Resources, settings: Settings, kafka: KafkaClientConfig, topics: Topics, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path, project="weak/app")
+    # its pattern file counts as synced already (the state says so), so the store holds nothing of it: the
+    # pipeline answers the session start with an empty context, and the gateway answers from the file
+    state = SyncState(settings.data_dir / "pattern-sync", ".claude/learned_patterns.json", Path.home())
+    pending = state.pending(str(repo), "weak/app")
+    assert pending is not None
+    state.record("weak/app", pending)
+    gw = settings.model_copy(
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=ROOMY_HOOK_MS)}
+    )
+    stop, ports = asyncio.Event(), []
+    task = asyncio.create_task(run_gateway(gw, kafka, Metrics(), stop, on_ready=ports.append))
+    try:
+        while not ports:
+            await asyncio.sleep(0.05)
+        env = hook_env(
+            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{ports[0]}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
+        )
+        start = json.dumps({"session_id": "s-0", "cwd": str(repo), "hook_event_name": "SessionStart"}).encode()
+        done, _ = await asyncio.to_thread(run_hook, env, "session-start", start, repo)
+        assert "### Password reset revokes sessions" in context_of(done, "SessionStart")
+        await until_shipped(settings.data_dir)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+    empty, fallback = await injected_events(kafka, topics, expect=2)  # the pipeline's, then the file's
+    assert not empty.payload.context and empty.payload.empty_reason
+    assert fallback.correlation_id == empty.correlation_id and fallback.causation_id == empty.event_id
+    assert fallback.payload.context_source is ContextSource.PERSISTENCE_FILE
+    assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] == fallback.payload.context

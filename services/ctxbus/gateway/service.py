@@ -24,7 +24,7 @@ from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import ReplyRouter
 from ctxbus.contract.envelope import Envelope
-from ctxbus.contract.payloads import OutcomeRecorded, RetrievalRequested
+from ctxbus.contract.payloads import ContextInjected, OutcomeRecorded, RetrievalRequested
 from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED, with_deadline
 from ctxbus.core.hook_evidence import TOOL_EVENTS
@@ -202,7 +202,8 @@ class HookGateway:
             return self._fallback(event, hook_input, request, "expired_fallback")
         context = injected.payload.context
         if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
-            context = self._file_fallback(cwd)
+            answer, _ = self._fallback(event, hook_input, request, "empty_fallback", cause=injected)
+            context = answer["hookSpecificOutput"]["additionalContext"]
         log.info(
             "hook_answered",
             project=project,
@@ -242,19 +243,22 @@ class HookGateway:
             home=Path.home(),
         )
 
-    def _file_fallback(self, cwd: str | None) -> str:
-        answer = self._file_answer(cwd)
-        return answer["patterns_context"] if answer is not None else ""
-
     def _fallback(
-        self, event: str, hook_input: dict[str, Any], request: Envelope[RetrievalRequested], why: str
+        self,
+        event: str,
+        hook_input: dict[str, Any],
+        request: Envelope[RetrievalRequested],
+        why: str,
+        cause: Envelope[ContextInjected] | None = None,
     ) -> tuple[dict[str, Any], str]:
-        """The pattern file's answer to a request the pipeline did not answer, spooled for the bus
-        (``ctxbus.hooks.spool``: the shipper publishes it as ``context.injected`` once the bus takes it)."""
+        """The pattern file's answer to a request the pipeline did not answer (or, ``cause``, answered with an
+        empty context), spooled for the bus (``ctxbus.hooks.spool``: the shipper publishes it as
+        ``context.injected`` once the bus takes it, in the request's chain: caused by ``cause`` when given, else
+        by the request). An empty answer is not spooled when the pipeline's empty one is on the bus already."""
         cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
         answer = self._file_answer(cwd)
         context = answer["patterns_context"] if answer is not None else ""
-        if self._data_dir is not None:
+        if self._data_dir is not None and (context or cause is None):
             entry = spool.fallback_record(
                 project=request.project,
                 session_id=request.session_id,
@@ -266,7 +270,7 @@ class HookGateway:
                 retrieval_ms=answer["retrieval_ms"] if answer is not None else 0,
                 min_confidence=self._fallback_threshold(),
                 correlation_id=str(request.correlation_id),
-                causation_id=str(request.event_id),
+                causation_id=str(cause.event_id if cause is not None else request.event_id),
             )
             try:
                 if spool.record(str(self._data_dir), entry) is None:
