@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from ctxbus.adapters.sqlite import open_wal
+from ctxbus.adapters.sqlite import open_wal, state_id
 from ctxbus.core.learning import TASK, InjectionFact, OutcomeFact
 from ctxbus.memory.model import Feedback
 
@@ -76,6 +76,8 @@ class LearningLedger:
     def __init__(self, path: Path) -> None:
         self._db = open_wal(path, _SCHEMA)
         self._lock = threading.Lock()
+        #: names the consumer groups of the loops that fill this ledger (see ctxbus.adapters.sqlite.state_id)
+        self.state_id = state_id(self._db)
 
     @_serialised
     def close(self) -> None:

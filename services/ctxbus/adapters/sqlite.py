@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 
 from ctxbus.private_dir import make_private_dirs
@@ -17,3 +18,19 @@ def open_wal(path: Path, schema: str, *, synchronous: str = "FULL") -> sqlite3.C
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.executescript(schema)
     return db
+
+
+_STATE_ID = """
+CREATE TABLE IF NOT EXISTS ctxbus_state_id (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL);
+"""
+
+
+def state_id(db: sqlite3.Connection) -> str:
+    """The file's own id, made the first time it is asked for (by whichever process asks first).
+
+    A consumer loop that builds this file's state from a topic names its consumer group after it
+    (``ctxbus.wiring.state_group``): the group's committed offsets then live exactly as long as the state they
+    describe. A new or deleted file is a new id, so a new group, which reads its topic from the start."""
+    db.executescript(_STATE_ID)
+    db.execute("INSERT OR IGNORE INTO ctxbus_state_id (one, id) VALUES (1, ?)", (uuid.uuid4().hex[:12],))
+    return str(db.execute("SELECT id FROM ctxbus_state_id").fetchone()[0])

@@ -37,6 +37,7 @@ from ctxbus.adapters.kafka.inflight import Sent
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.prepare import BatchPreparer, fetch_batch
+from ctxbus.adapters.kafka.progress import Progress
 from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader, newer_schema_message
 from ctxbus.adapters.kafka.sender import DeadLetterSender, backoff_s
@@ -117,8 +118,11 @@ class ConsumerRunner:
         deserializer: EventDeserializer | None = None,
         schemas: SchemaTopicReader | None = None,
         background: bool = False,
+        progress: Progress | None = None,
     ) -> None:
-        """``background``: a consumer off the request path (it polls an idle broker less often)."""
+        """``background``: a consumer off the request path (it polls an idle broker less often); ``progress``: where
+        it tells how far it has handled each partition (read-your-writes waits on it: ctxbus.injector.fence)."""
+        self.progress = progress or Progress()
         self.name = name
         self._background = background
         self.busy = asyncio.Lock()
@@ -229,13 +233,15 @@ class ConsumerRunner:
 
     async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
         """``ctxbus_consumer_lag``: per assigned partition, the highwater the last fetch reported minus the
-        position (after the batch is processed: what is left to read). Unfetched partitions are skipped."""
+        position (after the batch is processed: what is left to read). Unfetched partitions are skipped. The position
+        is also the loop's progress there: every record before it is handled (just assigned: the committed offset)."""
         for tp in consumer.assignment():
             high = consumer.highwater(tp)
             if high is None:
                 continue
             with contextlib.suppress(IllegalStateError):  # revoked meanwhile
                 position = await consumer.position(tp)
+                await self.progress.advance(tp.partition, position)
                 self._metrics.consumer_lag.labels(self.name, tp.topic, str(tp.partition)).set(max(0, high - position))
 
     async def _process_batch(
@@ -257,6 +263,7 @@ class ConsumerRunner:
                 sent = await self._process(msg, event)
                 if sent is not None:
                     in_flight.append(sent)
+                await self.progress.advance(tp.partition, msg.offset + 1)
                 index += 1
         # settled and committed behind the loop, which fetches the next batch meanwhile (see committer)
         offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
