@@ -32,7 +32,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler
 from ctxbus.injector.expiry import InjectorDeadlines
 from ctxbus.injector.fence import AttemptsFence
-from ctxbus.learning.handler import LearningHandler
+from ctxbus.learning.handler import LearningHandler, relearn
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
@@ -96,6 +96,8 @@ class RunnerSpec:
     background: bool = False
     group: str | None = None
     progress: Progress | None = None
+    #: outputs marked as this loop's own answers (a group of its own whose inputs other members answer too)
+    answered_by: str | None = None
 
 
 def build_runners(
@@ -138,7 +140,7 @@ def build_runners(
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
             ),
-            memory_loop(res.embedder, res.store, res.curation, topics, prefix, shared_store=bool(s.qdrant.url)),
+            memory_loop(res, topics, shared_store=bool(s.qdrant.url)),
             # ... and forgets and pins: what was forgotten is remembered (by every member: every member's upserts
             # are checked against it), so no upsert brings it back
             RunnerSpec(
@@ -220,22 +222,34 @@ def build_runners(
     raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
 
 
-def memory_loop(
-    embedder: Embedder, store: VectorStore, curation: CurationLedger, topics: Topics, prefix: str, *, shared_store: bool
-) -> RunnerSpec:
+def memory_loop(res: Resources, topics: Topics, *, shared_store: bool) -> RunnerSpec:
     """Memory sent through the bus, stored by the retrievers, each answering an upsert once its items are searchable.
 
     One Qdrant server (``shared_store``): one write reaches every member, so the members share the work in the
     service's group, and a redelivered upsert is recognised by its answer. Embedded copies (Qdrant Edge, one per
     member): every member stores every upsert in its own copy, in a group of its own, and answers it too (an asker
-    takes the first answer); another member's answer must not count as this one's, so no answered ledger."""
-    handler = MemoryUpsertHandler(embedder, store, topics, curation)
+    takes the first answer); its answers carry its group, so another member's answer never counts as its own."""
+    embedder, store, curation, ledger = res.embedder, res.store, res.curation, res.ledger
+    if embedder is None or store is None or curation is None or ledger is None:
+        raise RuntimeError("the memory loop runs beside the retriever, on its embedder, store and ledgers")
+    # an item stored after the outcomes that count for it gets their counts (a member's loops run at their own pace)
+    handler = MemoryUpsertHandler(embedder, store, topics, curation, learned=relearn(ledger, store))
+    prefix = res.settings.topic_prefix
     if shared_store:
         return RunnerSpec(
             "memory", handler, topics.memory_upserted, EventType.MEMORY_UPSERTED, (topics.memory_stored,), True
         )
     group = state_group(prefix, "memory", curation.state_id)
-    return RunnerSpec("memory", handler, topics.memory_upserted, EventType.MEMORY_UPSERTED, (), True, group=group)
+    return RunnerSpec(
+        "memory",
+        handler,
+        topics.memory_upserted,
+        EventType.MEMORY_UPSERTED,
+        (topics.memory_stored,),
+        background=True,
+        group=group,
+        answered_by=group,
+    )
 
 
 async def _when_ready(runners: list[ConsumerRunner], on_ready: Callable[[], None] | None) -> None:
@@ -298,6 +312,7 @@ async def run_services(
                     schemas=schemas,
                     background=spec.background,
                     progress=spec.progress,
+                    answered_by=spec.answered_by,
                 )
                 for name in names
                 for spec in build_runners(name, res, topics, config)

@@ -29,6 +29,20 @@ def test_a_file_keeps_its_id_and_a_new_file_gets_another(tmp_path: Path) -> None
     again.close()
 
 
+def test_a_copied_file_is_a_new_state(tmp_path: Path) -> None:
+    original = open_wal(tmp_path / "a" / "l.sqlite3", "")
+    made = state_id(original)
+    original.close()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "l.sqlite3").write_bytes((tmp_path / "a" / "l.sqlite3").read_bytes())
+    copy = open_wal(tmp_path / "b" / "l.sqlite3", "")
+    assert state_id(copy) != made and state_id(copy) == state_id(copy)
+    copy.close()
+    again = open_wal(tmp_path / "a" / "l.sqlite3", "")
+    assert state_id(again) == made
+    again.close()
+
+
 def test_every_state_file_has_its_own_id_across_reopens(tmp_path: Path) -> None:
     ids = []
     for _ in range(2):

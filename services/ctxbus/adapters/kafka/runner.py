@@ -34,7 +34,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from ctxbus.adapters.kafka.committer import Committer, SettledBatch
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.inflight import Sent
-from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
+from ctxbus.adapters.kafka.ledger import HEADER_ANSWERED_BY, AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.prepare import BatchPreparer, fetch_batch
 from ctxbus.adapters.kafka.progress import Progress
@@ -119,9 +119,13 @@ class ConsumerRunner:
         schemas: SchemaTopicReader | None = None,
         background: bool = False,
         progress: Progress | None = None,
+        answered_by: str | None = None,
     ) -> None:
         """``background``: a consumer off the request path (it polls an idle broker less often); ``progress``: where
-        it tells how far it has handled each partition (read-your-writes waits on it: ctxbus.injector.fence)."""
+        it tells how far it has handled each partition (read-your-writes waits on it: ctxbus.injector.fence);
+        ``answered_by``: a loop in a group of its own beside others that answer the same inputs marks its outputs
+        with it, and counts only those as its answers after a restart."""
+        self._answered_by = answered_by
         self.progress = progress or Progress()
         self.name = name
         self._background = background
@@ -193,7 +197,7 @@ class ConsumerRunner:
         """Add the causes on the tail of the output topics to the answered ledger."""
         self.ledger_stale = False
         if self._output_topics:
-            causes = await recent_causes(self._config, self._output_topics, LEDGER_WINDOW)
+            causes = await recent_causes(self._config, self._output_topics, LEDGER_WINDOW, self._answered_by)
             self._answered.extend(causes)
             log.info("ledger_refreshed", service=self.name, answered=len(self._answered))
 
@@ -319,6 +323,11 @@ class ConsumerRunner:
             sent = Sent(msg, event_id, str(event.correlation_id), started)
             try:  # every output is sized before any is sent
                 sent.records = [self._publisher.prepare(out.topic, out.event) for out in outputs]
+                if self._answered_by is not None:
+                    mark = (HEADER_ANSWERED_BY, self._answered_by.encode())
+                    sent.records = [
+                        self._publisher.prepare_raw(r.topic, r.value, r.key, [*r.headers, mark]) for r in sent.records
+                    ]
             except RecordTooLarge as exc:
                 await self._letters.send(msg, exc, attempts=1, reason="output_too_large")
                 return None
