@@ -4,7 +4,8 @@ follows the machine's pace (no rate to keep, nothing timed).
 
 Every attempt is acknowledged by the broker before its retry is sent: the retry's pre-context must list it, and
 every attempt of its task before it, whichever injector serves it. A task gets ATTEMPTS_PER_TASK attempts, then
-a task outcome closes it (the next attempts belong to a new task).
+a task outcome closes it once its last retry is answered (an outcome ends a task's pre-context: sent earlier, it
+could close the task before its last retry is assembled); the next attempts belong to a new task.
 """
 
 from __future__ import annotations
@@ -88,7 +89,19 @@ class Load:
         self._total, self._window, self._seen = total, window, seen
         self._rng = random.Random(26)
         self._pending: set[str] = set()
+        #: task outcomes waiting for their task's last retry to be answered: (retry, session, outcome)
+        self._closing: list[tuple[Retry, str, Outcome]] = []
         self.sent = Sent()
+
+    async def _close_answered(self) -> None:
+        waiting = []
+        for retry, session, outcome in self._closing:
+            if retry.correlation_id in self._seen.injected_at:
+                await self._outcome(session, outcome, retry.task_id)
+                self.sent.task_outcomes += 1
+            else:
+                waiting.append((retry, session, outcome))
+        self._closing = waiting
 
     async def _room(self) -> None:
         while True:
@@ -123,6 +136,7 @@ class Load:
         task, number = 0, 0
         for i in range(self._total):
             await self._room()
+            await self._close_answered()
             session = f"fleet-{i % SESSIONS}"
             domain, prompt = corpus[i % len(corpus)]
             if i % ATTEMPT_EVERY == ATTEMPT_EVERY - 1:
@@ -141,10 +155,10 @@ class Load:
                 )
                 self.sent.attempts += 1
                 cid = await self._request(session, prompt, domain, trigger=Trigger.RETRY, task_id=task_id)
-                self.sent.retries.append(Retry(cid, task_id, number))
+                retry = Retry(cid, task_id, number)
+                self.sent.retries.append(retry)
                 if number == ATTEMPTS_PER_TASK:
-                    await self._outcome(session, self._rng.choice(OUTCOMES[:3]), task_id)
-                    self.sent.task_outcomes += 1
+                    self._closing.append((retry, session, self._rng.choice(OUTCOMES[:3])))
                     task, number = task + 1, 0
             else:
                 await self._request(session, prompt, domain, trigger=Trigger.USER_PROMPT)
@@ -163,6 +177,9 @@ class Load:
                     producer=PRODUCER,
                 )
                 self.sent.memories.extend(item.id for item in items)
+        while self._closing:
+            await asyncio.sleep(0.05)
+            await self._close_answered()
         return self.sent
 
     @property

@@ -12,7 +12,15 @@ from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli import adversarial_cmds, broker_bench_cmds, chaos_cmds, footprint_cmds, overload_cmds, replay_cmds
+from ctxbus.cli import (
+    adversarial_cmds,
+    broker_bench_cmds,
+    chaos_cmds,
+    fleet_cmds,
+    footprint_cmds,
+    overload_cmds,
+    replay_cmds,
+)
 from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.kafka_failures import unreachable
@@ -108,10 +116,8 @@ def register(sub: Any) -> None:
 
     register_outcomes_bench(bsub)
     adversarial_cmds.register_bench(bsub)
-    chaos_cmds.register_bench(bsub)
-    overload_cmds.register_bench(bsub)
-    footprint_cmds.register_bench(bsub)
-    broker_bench_cmds.register_bench(bsub)
+    for bench in (chaos_cmds, fleet_cmds, overload_cmds, footprint_cmds, broker_bench_cmds):
+        bench.register_bench(bsub)
 
 
 def metrics_port_of(settings: Settings, service: str) -> int:
