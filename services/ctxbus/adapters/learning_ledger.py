@@ -54,6 +54,23 @@ _APPLIES = """
     AND ((o.by_task = 1 AND i.task_id = o.task_id) OR (o.by_task = 0 AND i.session_id = o.session_id))
 """
 
+#: the outcomes counting for one item (project, item id twice): the rule of _APPLIES as two joins, by session and by
+#: task, each on its index (one join with the rule's OR scanned every outcome of the project for every injection of
+#: the item: 65 items took seconds at 2,000 injections and 500 outcomes); UNION keeps each outcome once
+_COUNTS = """
+SELECT outcome, COUNT(*) FROM (
+    SELECT o.event_id, o.outcome FROM injection_items ii JOIN injections i ON i.event_id = ii.event_id
+    JOIN outcomes o ON o.project = i.project AND o.session_id = i.session_id AND o.by_task = 0
+        AND i.emitted_at <= o.emitted_at
+    WHERE ii.project = ? AND ii.item_id = ?
+    UNION
+    SELECT o.event_id, o.outcome FROM injection_items ii JOIN injections i ON i.event_id = ii.event_id
+    JOIN outcomes o ON o.project = i.project AND o.task_id = i.task_id AND o.by_task = 1
+        AND i.emitted_at <= o.emitted_at
+    WHERE ii.project = ? AND ii.item_id = ?
+) GROUP BY outcome
+"""
+
 Key = tuple[str, str]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -138,12 +155,7 @@ class LearningLedger:
         """The feedback of each item (zero counts for an item no outcome counts for)."""
         result: dict[Key, Feedback] = {}
         for project, item_id in sorted(set(keys)):
-            rows = self._db.execute(
-                f"SELECT o.outcome, COUNT(DISTINCT o.event_id) FROM injection_items ii "
-                f"JOIN injections i ON i.event_id = ii.event_id JOIN outcomes o ON {_APPLIES} "
-                "WHERE ii.project = ? AND ii.item_id = ? GROUP BY o.outcome",
-                (project, item_id),
-            ).fetchall()
+            rows = self._db.execute(_COUNTS, (project, item_id, project, item_id)).fetchall()
             by = {str(o): int(n) for o, n in rows}
             result[(project, item_id)] = Feedback(
                 uses=sum(by.values()),

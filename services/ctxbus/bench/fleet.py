@@ -27,6 +27,7 @@ from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.topic_ends import TopicEnds
 from ctxbus.bench.chaos_load import Watch, read_topic, watch
+from ctxbus.bench.cpu import process_cpu_s
 from ctxbus.bench.fleet_load import Load, Sent
 from ctxbus.bench.fleet_members import Fleet, FleetMember, fleet_env
 from ctxbus.bench.fleet_state import disagreements, member_learned, missing_attempts, moved, single_member
@@ -67,6 +68,8 @@ class CatchUp:
     #: records its state loops had to read (their topics' ends when it started)
     records: int = 0
     seconds: float | None = None
+    #: CPU the member's process had used by then (its start, the model and serving included)
+    cpu_s: float | None = None
 
 
 @dataclass
@@ -103,7 +106,10 @@ class FleetResult:
             "retries_missing_attempts": len(self.missing_attempts),
             "missing_examples": self.missing_attempts[:5],
             "fence_timeouts": self.fence_timeouts,
-            "catch_up": [{"member": c.member, "records": c.records, "seconds": c.seconds} for c in self.catch_ups],
+            "catch_up": [
+                {"member": c.member, "records": c.records, "seconds": c.seconds, "cpu_s": c.cpu_s}
+                for c in self.catch_ups
+            ],
             "events": self.events,
             "seconds": round(self.seconds, 1),
         }
@@ -209,7 +215,11 @@ class FleetRun:
             left = await self.offsets.behind(member, self.topics, targets)
             if left == 0:
                 record.seconds = round(time.monotonic() - member.started, 2)
-                self._note(f"{member.name} caught up on {record.records} records in {record.seconds} s")
+                cpu = process_cpu_s(member.proc.pid)
+                record.cpu_s = None if cpu is None else round(cpu, 2)
+                self._note(
+                    f"{member.name} caught up on {record.records} records in {record.seconds} s ({record.cpu_s} s CPU)"
+                )
                 return
             await asyncio.sleep(0.2)
 

@@ -74,5 +74,8 @@ def print_report(figures: dict[str, Any]) -> None:
         print(f"  {example}")
     for c in figures["catch_up"]:
         took = "never" if c["seconds"] is None else f"{c['seconds']} s"
-        print(f"catch-up: {c['member']} read {c['records']} records of its state topics in {took} after its start")
+        print(
+            f"catch-up: {c['member']} read {c['records']} records of its state topics in {took} after its start "
+            f"({c['cpu_s']} s of CPU by then, its start and the model included)"
+        )
     print("ok" if figures["ok"] else "FAILED")
