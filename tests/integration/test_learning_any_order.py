@@ -4,8 +4,13 @@ that count for it gets its learned counts when it is stored."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -24,7 +29,7 @@ from ctxbus.contract.payloads import (
 from ctxbus.contract.topics import Topics
 from ctxbus.learning.handler import LearningHandler, relearn
 from ctxbus.memory.model import Feedback, MemoryItem, MemoryKind
-from ctxbus.ports import Embedder
+from ctxbus.ports import Embedder, VectorStore
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
 
 pytestmark = pytest.mark.integration
@@ -85,3 +90,39 @@ async def test_an_item_stored_after_its_outcomes_gets_their_counts(tmp_path: Pat
     late = await feedback_in_order(tmp_path / "late", embedder, memory_first=False)
     assert first == Feedback(uses=1, successes=1)
     assert late == first
+
+
+class FirstFeedbackWriteLate:
+    """The real store; its first feedback write arrives late (as a busy worker thread's may)."""
+
+    def __init__(self, store: EdgeVectorStore) -> None:
+        self.store = store
+        self.writes = 0
+
+    def set_feedback(self, project: str, feedback: Mapping[str, Feedback]) -> int:
+        self.writes += 1
+        if self.writes == 1:
+            time.sleep(0.5)
+        return self.store.set_feedback(project, feedback)
+
+
+async def test_a_late_write_of_older_counts_never_wins(tmp_path: Path, embedder: Embedder) -> None:
+    """Two loops learn at once: the counts of the later fact are written last, whatever the threads' pace (an
+    outcome's write that lost the race once left a joining member one outcome short)."""
+    store = EdgeVectorStore(tmp_path / "store", model_id=embedder.model_id, dim=embedder.dim)
+    ledger = LearningLedger(tmp_path / "learning.sqlite3")
+    try:
+        store.upsert([ITEM], [embedder.embed_query(ITEM.embedding_text())])
+        learning = LearningHandler(ledger, cast("VectorStore", FirstFeedbackWriteLate(store)))
+        _, injection, outcome = events()
+        await learning.injections(injection)
+        later = outcome.model_copy(update={"event_id": uuid.uuid4(), "emitted_at": AT + timedelta(seconds=3)})
+        first = asyncio.create_task(learning.outcomes(outcome))  # its write is held back
+        await asyncio.sleep(0.1)
+        await learning.outcomes(later)
+        await first
+        (item,) = store.items(PROJECT)
+        assert item.feedback == Feedback(uses=2, successes=2)
+    finally:
+        store.close()
+        ledger.close()

@@ -57,11 +57,13 @@ def outcome_fact(event: AnyEnvelope) -> OutcomeFact:
 
 
 def apply(ledger: LearningLedger, store: VectorStore, keys: set[Key]) -> int:
-    """Write the current counts of ``keys`` to the store; returns how many stored items were updated."""
-    by_project: dict[str, dict[str, Feedback]] = defaultdict(dict)
-    for (project, item_id), feedback in ledger.counts(keys).items():
-        by_project[project][item_id] = feedback
-    return sum(store.set_feedback(project, items) for project, items in sorted(by_project.items()))
+    """Write the current counts of ``keys`` to the store; returns how many stored items were updated. Counted and
+    written under the ledger's ``publishing`` lock: another loop's counts, read later, are written later."""
+    with ledger.publishing:
+        by_project: dict[str, dict[str, Feedback]] = defaultdict(dict)
+        for (project, item_id), feedback in ledger.counts(keys).items():
+            by_project[project][item_id] = feedback
+        return sum(store.set_feedback(project, items) for project, items in sorted(by_project.items()))
 
 
 def relearn(ledger: LearningLedger, store: VectorStore) -> Callable[[set[Key]], int]:
