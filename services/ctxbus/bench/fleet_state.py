@@ -4,6 +4,7 @@ recorded before the retry was sent."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -86,17 +87,20 @@ def disagreements(members: Mapping[str, Learned], reference: Learned) -> list[st
 
 
 def missing_attempts(retries: Sequence[Retry], contexts: Mapping[str, str]) -> list[str]:
-    """Retries whose injected pre-context does not list every attempt recorded before them (by the attempt
-    number it continues from and every attempt's file)."""
+    """Retries whose injected pre-context does not list every attempt recorded before them: every such attempt's
+    file, and an attempt number it continues from at least as late (an attempt recorded after the retry was sent,
+    before it was assembled, may be listed too: the load goes on while a retry waits)."""
     found = []
     for retry in retries:
         context = contexts.get(retry.correlation_id)
         if context is None:
             found.append(f"{retry.task_id} after attempt {retry.attempts}: no injection")
             continue
-        wanted = [f"Attempt #{retry.attempts + 1} -"]
-        wanted += [attempt_files(retry.task_id, n) for n in range(1, retry.attempts + 1)]
-        absent = [w for w in wanted if w not in context]
+        number = re.search(r"Attempt #(\d+) ", context)
+        absent = [] if number and int(number.group(1)) > retry.attempts else [f"Attempt #{retry.attempts + 1} or later"]
+        absent += [
+            f for f in (attempt_files(retry.task_id, n) for n in range(1, retry.attempts + 1)) if f not in context
+        ]
         if absent:
             found.append(f"{retry.task_id} after attempt {retry.attempts}: {absent} missing from {context[:160]!r}")
     return found

@@ -25,6 +25,7 @@ def context(task: str, last: int, files: range) -> str:
 def test_a_retry_must_continue_from_its_last_attempt_and_list_every_file() -> None:
     retry = Retry("c1", "t", 2)
     assert missing_attempts([retry], {"c1": context("t", 2, range(1, 3))}) == []
+    assert missing_attempts([retry], {"c1": context("t", 3, range(1, 4))}) == []  # a later attempt seen too: fine
     assert missing_attempts([retry], {"c1": context("t", 1, range(1, 2))})  # the second attempt not seen
     assert missing_attempts([retry], {"c1": context("t", 2, range(2, 3))})  # the first one's file missing
     assert missing_attempts([retry], {}) == ["t after attempt 2: no injection"]
