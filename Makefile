@@ -15,7 +15,7 @@ NEWEST_PY ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13
 NEWEST_VENV := .venv-newest
 NEWEST_STAMP := $(NEWEST_VENV)/.installed
 
-.PHONY: setup chromium test test-fast test-slow test-newest lint up bench docs clean
+.PHONY: setup chromium test test-fast test-slow test-newest lint coverage up bench docs clean
 
 # pytest's exit code 5 ("no tests collected/selected") is not a failure of a target that selects by marker
 PYTEST_OK5 = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests selected (exit 5), not a failure"; rc=0; fi; exit $$rc
@@ -54,6 +54,17 @@ test-fast: $(STAMP)
 # the soak-like tests (scale-out, chaos, footprint, broker recycle, soak benches): CI runs them after `make test`
 test-slow: $(STAMP) chromium
 	@$(BIN)/pytest -n 2 --dist loadgroup -m slow; $(PYTEST_OK5)
+
+# line and branch coverage (pytest-cov; [tool.coverage.*] in pyproject): the tests in COV_TESTS (default: the suite
+# as `make test` selects it; `make coverage COV_TESTS=tests/unit` for the quick loop), every module's figures, then
+# the package's and core/'s totals (docs/development.md records them; core/ at least 90%). Not part of `make test`:
+# it slows every test. The totals print even when a test fails; the target's status is the tests'.
+COV_TESTS ?= tests
+coverage: $(STAMP) chromium
+	@rm -f .coverage .coverage.*
+	@$(BIN)/pytest -n 2 --dist loadgroup -p no:cacheprovider --cov --cov-branch --cov-report=term $(COV_TESTS); \
+		rc=$$?; $(BIN)/coverage json -q -o .coverage-report.json && $(BIN)/python .ci/coverage_summary.py .coverage-report.json; \
+		if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
 $(NEWEST_STAMP): pyproject.toml
 	@if [ -z "$(NEWEST_PY)" ]; then echo "no newer Python found (NEWEST_PY is empty)"; exit 1; fi

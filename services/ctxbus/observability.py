@@ -14,6 +14,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import ThreadingWSGIServer
 
+from ctxbus import client_log
 from ctxbus.health import Health, with_health
 from ctxbus.metrics_children import merged_app
 
@@ -56,6 +57,8 @@ def configure_logging(level: str = "INFO", fmt: str = "json", stream: TextIO | N
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+    # the Kafka client's own lines (reconnect attempts while a broker is down): the first of each kind, counted
+    client_log.install(stream or sys.stderr, max(logging.WARNING, logging.getLevelName(level.upper())))
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -180,6 +183,11 @@ class Metrics:
         self.broker_recycles = Counter(
             "ctxbus_embedded_broker_recycles_total",
             "Times ctxbus up restarted its embedded broker, refilled from the archive, to reset its fetch cost",
+            registry=r,
+        )
+        self.broker_restarts = Counter(
+            "ctxbus_embedded_broker_restarts_total",
+            "Times ctxbus up restarted its embedded broker after it died, refilled from the archive",
             registry=r,
         )
 

@@ -10,7 +10,7 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -53,6 +53,15 @@ class KafkaSettings(BaseSettings):
     #: the same for consumers off the request path (the recorder, learning, memory, attempts, the archiver):
     #: None: 100 ms embedded (each idle poll costs the broker and the process CPU), 500 ms otherwise.
     background_fetch_max_wait_ms: int | None = Field(default=None, ge=0, le=10_000)
+    #: the doorbell (ctxbus.adapters.kafka.doorbell): idle consumers pause until a publisher rings; None: on for
+    #: the embedded broker (it never wakes a waiting fetch), off for a cluster (Kafka's own long polling)
+    doorbell: bool | None = None
+    #: how long a paused consumer waits for a ring before it fetches anyway (what a missed ring, or a producer that
+    #: does not ring, costs at most)
+    doorbell_fallback_ms: int = Field(default=5_000, ge=10, le=600_000)
+    #: how long a consumer with the doorbell keeps fetching after its last records before it sleeps (under load it
+    #: never sleeps, and fetches exactly as without the doorbell)
+    doorbell_awake_ms: int = Field(default=1_000, ge=0, le=600_000)
     #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
     #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it.
     session_timeout_ms: int | None = Field(default=None, ge=1_000, le=300_000)
@@ -68,6 +77,10 @@ class KafkaSettings(BaseSettings):
     #: (its fetches slow down with every small batch a partition holds: ctxbus.core.broker_recycle); 0: never
     embedded_recycle_records: int = Field(default=2_000, ge=0)
     embedded_recycle_idle_s: float = Field(default=300.0, gt=0)
+    #: ``ctxbus up`` restarts an embedded broker that died (refilled from the archive) at most this many times within
+    #: ``embedded_restart_window_s``, with a backoff (ctxbus.core.broker_restarts); one more death stops ``up``
+    embedded_restart_limit: int = Field(default=3, ge=0, le=100)
+    embedded_restart_window_s: float = Field(default=300.0, gt=0)
 
     @property
     def embedded(self) -> bool:
@@ -218,11 +231,12 @@ class HookSettings(BaseSettings):
     enabled: bool = True
     max_patterns: int = Field(default=5, ge=1, le=100)
     #: items rated below this are not injected by the hooks. 0.5 is what an unrated item gets (markdown
-    #: documents, JSON lines without a confidence), so unrated items stay and only explicitly doubted ones go;
-    #: relevance is the floor's job (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the
-    #: suggested approach. The pattern-file fallback keeps seed 002's 0.7 unless this is set: it has no
-    #: relevance judgement of its own.
-    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    #: documents, JSON lines without a confidence) and 0.45 what an item captured from a session starts with
+    #: (ctxbus.capture: below an import, yet injected), so unrated and captured items stay and only explicitly
+    #: doubted ones, or captured ones whose outcomes went badly, go; relevance is the floor's job
+    #: (CTXBUS_INJECTION_MIN_RELEVANCE), and no item under 0.7 leads the suggested approach. The pattern-file
+    #: fallback keeps seed 002's 0.7 unless this is set: it has no relevance judgement of its own.
+    min_confidence: float = Field(default=0.4, ge=0.0, le=1.0)
     #: the whole hook call, including the fallback, stays within this
     timeout_ms: int = Field(default=2_000, ge=100, le=60_000)
     #: the learned-patterns file of a project (relative to its root); merged over ~/.claude/learned_patterns.json
@@ -307,6 +321,32 @@ class ArchiveSettings(BaseSettings):
     retention_bytes: int = Field(default=1 << 30, ge=1 << 20)
 
 
+class CaptureSettings(BaseSettings):
+    """Memory captured from Claude Code sessions by rules, with no model call (ctxbus.capture; the gateway runs it
+    after a Stop, SessionEnd or PreCompact hook has answered)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXBUS_CAPTURE_", extra="ignore", populate_by_name=True)
+
+    #: ``CTXBUS_CAPTURE=off`` turns capture off everywhere (a project's ``.claude/ctxbus.json`` ``"capture": false``
+    #: turns it off for that repository)
+    enabled: bool = Field(default=True, validation_alias=AliasChoices("CTXBUS_CAPTURE", "CTXBUS_CAPTURE_ENABLED"))
+    #: glob patterns (comma- or os.pathsep-separated) of directories and files never captured from: a session whose
+    #: directory matches captures nothing; an item naming a matching file is not stored
+    exclude: str = ""
+    #: the most of a transcript one capture reads (its end)
+    max_transcript_bytes: int = Field(default=8_000_000, ge=10_000, le=200_000_000)
+    #: captures waiting for the gateway's background worker (more are dropped and logged)
+    queue: int = Field(default=1_000, ge=1, le=100_000)
+    #: seed 002's SessionEnd update: write a session's lessons back to the project's learned-pattern file
+    #: (``CTXBUS_CAPTURE_WRITE_PATTERNS=1``; the user's own patterns stay byte-identical)
+    write_patterns: bool = False
+
+    @property
+    def exclude_globs(self) -> tuple[str, ...]:
+        parts = self.exclude.replace(os.pathsep, ",").split(",")
+        return tuple(p.strip() for p in parts if p.strip())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CTXBUS_", extra="ignore")
 
@@ -327,6 +367,8 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    #: not named ``capture``: a nested group's own name is read as a JSON variable (CTXBUS_CAPTURE is the switch)
+    session_capture: CaptureSettings = Field(default_factory=CaptureSettings)
 
     @field_validator("topic_prefix")
     @classmethod

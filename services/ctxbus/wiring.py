@@ -61,6 +61,8 @@ class Resources:
     curation: CurationLedger | None = None
     #: embeds a request's query ahead of the retriever of this process (set when it runs here; see the gateway)
     warm: Callable[[RetrievalRequested], None] | None = None
+    #: forgets an ended session's task classifications in the retriever of this process (set when it runs here)
+    forget: Callable[[str], int] | None = None
     #: closed after the consumer loops stop, before the rest (clients the loops' handlers use)
     async_closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -68,6 +70,11 @@ class Resources:
         """The retriever's ``warm`` when a retriever runs in this process; nothing otherwise."""
         if self.warm is not None:
             self.warm(request)
+
+    def session_ended(self, session_id: str) -> None:
+        """The retriever's ``forget_session`` when a retriever runs in this process; nothing otherwise."""
+        if self.forget is not None:
+            self.forget(session_id)
 
     def close(self) -> None:
         if self.ledger is not None:
@@ -94,6 +101,8 @@ class RunnerSpec:
     expect: str
     outputs: tuple[str, ...] = ()
     background: bool = False
+    #: upstream topics whose doorbell rings wake this loop too (the embedded broker's idle consumers sleep)
+    wake_on: tuple[str, ...] = ()
     group: str | None = None
     progress: Progress | None = None
     #: outputs marked as this loop's own answers (a group of its own whose inputs other members answer too)
@@ -120,6 +129,7 @@ def build_runners(
         queries = CachedQueryEmbedder(res.embedder, size=s.embedder.query_cache)
         retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         res.warm = retriever.warm
+        res.forget = retriever.forget_session
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
@@ -188,6 +198,8 @@ def build_runners(
                 topics.retrieval_completed,
                 EventType.RETRIEVAL_COMPLETED,
                 (topics.context_injected,),
+                # awake when a request enters the pipeline: fetching by the time the retriever answers
+                wake_on=(topics.retrieval_requested,),
             ),
             RunnerSpec(
                 "attempts",
@@ -311,6 +323,7 @@ async def run_services(
                     output_topics=spec.outputs,
                     schemas=schemas,
                     background=spec.background,
+                    wake_on=spec.wake_on,
                     progress=spec.progress,
                     answered_by=spec.answered_by,
                 )
@@ -373,7 +386,10 @@ async def run_gateway(
     API (``/v1/search``, ``/v1/prime``, ``/v1/count``) on their embedder and store, once the retriever opened them.
     """
     from ctxbus.adapters.kafka.reply import ReplyRouter  # noqa: PLC0415
+    from ctxbus.capture.redaction import capture_redactor  # noqa: PLC0415
     from ctxbus.gateway.admission import Admission  # noqa: PLC0415
+    from ctxbus.gateway.capture import SessionCapture  # noqa: PLC0415
+    from ctxbus.gateway.fallback_shipper import FallbackShipper  # noqa: PLC0415
     from ctxbus.gateway.http import HttpServer  # noqa: PLC0415
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
@@ -388,7 +404,8 @@ async def run_gateway(
     admission = Admission(gateway_secret(settings), allowed_hosts=settings.gateway.allowed_host_list)
     async with (
         publisher_for(config, "gateway", topics) as publisher,
-        ReplyRouter(config, topics.context_injected) as router,
+        # awake as soon as a hook's request is published (by this process: the ring is local)
+        ReplyRouter(config, topics.context_injected, wake_on=(topics.retrieval_requested,)) as router,
     ):
         library = LibraryRoutes(_memory_of(resources)) if resources is not None else None
         memory = MemoryRoutes(_memory_of(resources)) if resources is not None else None
@@ -400,11 +417,40 @@ async def run_gateway(
             state_dir=settings.data_dir / "pattern-sync",
             patterns_file=settings.hook.patterns_file,
             home=Path.home(),
+            # the staleness check reads the project's items where the store's owner runs in this process
+            items_of=resources.store.items if resources is not None and resources.store is not None else None,
         )
         # a hook's query embedded while its request crosses the bus, by the retriever of this process (if it runs here)
         warm = resources.warm_query if resources is not None and settings.gateway.warm_queries else None
+        # memory captured from the sessions by rules, after each hook has answered (every text redacted first)
+        capture = (
+            SessionCapture(
+                topics,
+                publisher,
+                settings.session_capture,
+                redact=capture_redactor(),
+                patterns_file=settings.hook.patterns_file,
+            )
+            if settings.session_capture.enabled
+            else None
+        )
+        # fallback answers (the pattern file's, the client's and this gateway's) reach the bus once it takes them
+        shipper = FallbackShipper(settings.data_dir, topics, publisher)
         gateway = HookGateway(
-            settings.hook, topics, publisher, router, metrics, library, outcomes, patterns, warm, memory=memory
+            settings.hook,
+            topics,
+            publisher,
+            router,
+            metrics,
+            library,
+            outcomes,
+            patterns,
+            warm,
+            memory=memory,
+            capture=capture,
+            data_dir=settings.data_dir,
+            on_spooled=shipper.wake,
+            session_ended=resources.session_ended if resources is not None else None,
         )
         server = HttpServer(
             admission.wrap(gateway.handle),
@@ -418,11 +464,16 @@ async def run_gateway(
         admission.port = port
         log.info("gateway_listening", host=settings.gateway.host, port=port, unix_socket=server.unix_path)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
+        shipping = asyncio.create_task(shipper.run(stop))
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
+            shipping.cancel()
+            await asyncio.gather(shipping, return_exceptions=True)
             metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()
+            if capture is not None:
+                await capture.close()

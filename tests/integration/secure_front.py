@@ -9,6 +9,12 @@ every client connection back through the front. ApiVersions is answered by Tansu
 
 What this verifies: ctxbus's clients and settings against an RFC-conformant TLS/SASL server speaking the
 Kafka protocol. What it does not: any broker's own SASL/TLS implementation, ACLs or re-authentication.
+
+Failing brokers, on request: ``scram_final_error`` answers the last SCRAM step with an RFC 5802 ``e=`` attribute
+(and error code 0), as some brokers and proxies do, instead of Kafka's SASL_AUTHENTICATION_FAILED; ``refuse``
+maps an api key (CreateTopics 19, Produce 0) to the error code the front answers every topic (and partition) of
+such a request with, encoded with aiokafka's own protocol classes for the version the client sent (aiokafka
+0.14 sends CreateTopics v3 and Produce v8 to Tansu): an authorisation the broker refuses, a record too large.
 """
 
 from __future__ import annotations
@@ -20,19 +26,27 @@ import struct
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
+
+from aiokafka.protocol import admin as admin_protocol
+from aiokafka.protocol import produce as produce_protocol
 
 from ctxbus.adapters.broker_embedded import LOOPBACK, broker_binary, free_port
 
 from .sasl_server import AuthFailed, ScramCredential, ScramExchange, check_plain, scram_credential
 from .tls_material import CertKey
 
+API_PRODUCE = 0
+API_CREATE_TOPICS = 19
 API_SASL_HANDSHAKE = 17
 API_VERSIONS = 18
 API_SASL_AUTHENTICATE = 36
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
+MESSAGE_TOO_LARGE = 10
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
 MAX_FRAME = 100 * 1024 * 1024
 START_TIMEOUT_S = 15.0
 
@@ -109,6 +123,12 @@ class SecureFront:
     log_file: Path | None = None
     sessions: list[Session] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # why connections were refused, one line each
+    #: answer the SCRAM client-final with ``e=VALUE`` (RFC 5802) and error code 0 instead of the signature
+    scram_final_error: str | None = None
+    #: api key -> the error code every topic/partition of such a request is answered with (the broker never sees it)
+    refuse: dict[int, int] = field(default_factory=dict)
+    #: (api key, version) of each request the front answered itself
+    answered: list[tuple[int, int]] = field(default_factory=list)
     port: int = 0
     _backend_port: int = 0
     _server: asyncio.Server | None = None
@@ -179,9 +199,60 @@ class SecureFront:
             if self.mechanisms and user is None:
                 return
             self.sessions.append(Session(user, mechanism, tls.version() if tls else None, subject))
-            await asyncio.gather(_pump(reader, back_writer), _pump(back_reader, writer))
+            if self.refuse:
+                await self._relay_refusing(reader, writer, back_reader, back_writer)
+            else:
+                await asyncio.gather(_pump(reader, back_writer), _pump(back_reader, writer))
         finally:
             back_writer.close()
+
+    def _e(self) -> bytes:
+        return f"e={self.scram_final_error}".encode()
+
+    async def _relay_refusing(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        back_reader: asyncio.StreamReader,
+        back_writer: asyncio.StreamWriter,
+    ) -> None:
+        """Relay frame by frame; a request whose api key is in ``refuse`` is answered here, in order (aiokafka
+        matches a connection's answers to its requests by order): once the broker has answered every earlier one."""
+        sent, relayed = 0, 0
+        caught_up = asyncio.Condition()
+
+        def all_answered() -> bool:
+            return relayed == sent
+
+        async def requests() -> None:
+            nonlocal sent
+            while True:
+                frame = await _read_frame(reader)
+                head = _header(frame)
+                if head.api_key in self.refuse:
+                    async with caught_up:
+                        await caught_up.wait_for(all_answered)
+                        answer = _refusal(head, frame, self.refuse[head.api_key])
+                        self.answered.append((head.api_key, head.api_version))
+                        writer.write(_frame(struct.pack(">i", head.correlation_id), answer))
+                        await writer.drain()
+                    continue
+                sent += 1
+                back_writer.write(struct.pack(">i", len(frame)) + frame)
+                await back_writer.drain()
+
+        async def answers() -> None:
+            nonlocal relayed
+            while True:
+                frame = await _read_frame(back_reader)
+                writer.write(_frame(frame))
+                await writer.drain()
+                async with caught_up:
+                    relayed += 1
+                    caught_up.notify_all()
+
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            await asyncio.gather(requests(), answers())
 
     async def _authenticate(
         self,
@@ -224,6 +295,11 @@ class SecureFront:
                         answer, user = scram.first(token), None
                     else:
                         answer, user = scram.final(token), scram.user
+                        if self.scram_final_error is not None:
+                            writer.write(_frame(reply, _authenticate_body(head.api_version, 0, None, self._e())))
+                            await writer.drain()
+                            self.refused.append(f"{mechanism}: answered e={self.scram_final_error}")
+                            return None, None
                 except AuthFailed as exc:
                     failed = _authenticate_body(head.api_version, SASL_AUTHENTICATION_FAILED, str(exc))
                     writer.write(_frame(reply, failed))
@@ -238,6 +314,29 @@ class SecureFront:
                 self.refused.append(f"api key {head.api_key} v{head.api_version} before authentication")
                 return None, None
             await writer.drain()
+
+
+def _refusal(head: _Header, frame: bytes, error: int) -> bytes:
+    """The answer to a CreateTopics or Produce request that refuses each of its topics (and partitions) with
+    ``error``, in the version of the request (aiokafka's protocol classes, both ways)."""
+    body = frame[head.body_offset :]
+    message = f"refused by the test front with error {error}"
+    if head.api_key == API_CREATE_TOPICS:
+        request: Any = getattr(admin_protocol, f"CreateTopicsRequest_v{head.api_version}").decode(body)
+        names = [t[0] for t in request.create_topic_requests]
+        response: Any = getattr(admin_protocol, f"CreateTopicsResponse_v{head.api_version}")
+        errors = [(n, error) if head.api_version == 0 else (n, error, message) for n in names]
+        fields = {"topic_errors": errors} | ({"throttle_time_ms": 0} if head.api_version >= 2 else {})
+        return bytes(response(**fields).encode())
+    if head.api_key == API_PRODUCE and 3 <= head.api_version <= 8:
+        request = getattr(produce_protocol, f"ProduceRequest_v{head.api_version}").decode(body)
+        response = getattr(produce_protocol, f"ProduceResponse_v{head.api_version}")
+        partition_tail: tuple[Any, ...] = (-1, -1) + ((-1,) if head.api_version >= 5 else ())
+        if head.api_version >= 8:
+            partition_tail += ([], message)
+        topics = [(topic, [(p[0], error, *partition_tail) for p in parts]) for topic, parts in request.topics]
+        return bytes(response(topics=topics, throttle_time_ms=0).encode())
+    raise ValueError(f"the front cannot refuse api key {head.api_key} v{head.api_version}")
 
 
 def _authenticate_body(version: int, error: int, message: str | None, auth_bytes: bytes = b"") -> bytes:

@@ -324,12 +324,23 @@ def test_register_adds_the_gap_command() -> None:
     assert args.detect_only and args.timeout == 3.0 and args.project is None
 
 
-def test_without_a_broker_the_cli_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("restore_logging")
+def test_without_a_broker_the_cli_fills_the_gap_from_the_states_own_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25 (seed 000: the memory store is optional): no broker used to be exit 1 and nothing injected."""
     monkeypatch.setenv("CTXBUS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("CTXBUS_KAFKA_BOOTSTRAP_SERVERS", raising=False)
-    with pytest.raises(CliError, match="no broker to connect to") as err:
-        cmd_gap(gap_args(SAMPLE))
-    assert err.value.code == 1
+    out = tmp_path / "state.json"
+    assert cmd_gap(gap_args(SAMPLE, output=out)) == 0
+    state = json.loads(out.read_text())
+    written = state["injected_context"]
+    assert written["context"].startswith("# Context from the agent state\n") and written["item_ids"] == []
+    assert written["correlation_id"] is None and written["source_counts"]["memory"] == 0
+    assert sum(written["source_counts"].values()) >= 1
+    (entry,) = state["injection_log"]
+    assert entry["memory_empty_reason"] == "no_broker" and entry["empty_reason"] is None
+    assert "from the state only (memory: no_broker)" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("restore_logging")
@@ -412,6 +423,7 @@ def test_a_target_holding_something_else_is_replaced_and_says_so() -> None:
             "context_chars": 3,
             "token_estimate": 1,
             "item_ids": ["x"],
+            "injection_target": gap.target,
         }
     )
     event = Envelope.root(payload, project="acme/web", session_id="s", producer="test", correlation_id=uuid.uuid4())
@@ -421,3 +433,28 @@ def test_a_target_holding_something_else_is_replaced_and_says_so() -> None:
     assert (entry["duration_ms"], entry["bytes"], entry["gap_id"]) == (12.5, len(composed.text), gap.gap_id)
     assert state["injection_log"] == [entry] and entry["at"] == "2024-06-03T00:00:00+00:00"
     assert raw["injected_context"] == "old notes"
+
+
+def test_the_context_goes_where_the_injection_says() -> None:
+    """Issue 25: ``injection_target`` travelled on the injected event and nothing read it; the writer does."""
+    gap = sample_gap()
+    payload = ContextInjected.model_validate(
+        {
+            "context_source": "rag_query",
+            "pattern_count": 1,
+            "context_size_bytes": 3,
+            "retrieval_duration_ms": 1,
+            "agent_name": "dev",
+            "trigger": "gap",
+            "context": "new",
+            "context_chars": 3,
+            "token_estimate": 1,
+            "item_ids": ["x"],
+            "injection_target": "handoff_context",
+        }
+    )
+    event = Envelope.root(payload, project="acme/web", session_id="s", producer="test")
+    composed = compose("new", (), max_chars=100, max_tokens=100, count_tokens=len, memory_items=1)
+    state, entry = apply_injection(sample(), gap, event, composed, datetime(2024, 6, 3, tzinfo=UTC), 1.0)
+    assert gap.target == "injected_context" and "injected_context" not in state
+    assert state["handoff_context"]["context"] == "# Context from memory\nnew" and entry["target"] == "handoff_context"

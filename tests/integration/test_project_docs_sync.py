@@ -16,8 +16,9 @@ import pytest
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
-from ctxbus.settings import Settings
-from ctxbus.wiring import Resources
+from ctxbus.observability import Metrics
+from ctxbus.settings import GatewaySettings, HookSettings, Settings
+from ctxbus.wiring import Resources, run_gateway
 
 from .kafka_io import read_all
 from .slack import ROOMY_HOOK_MS
@@ -90,6 +91,12 @@ async def test_claude_md_is_injected_at_the_first_session_start_and_a_deleted_se
                 await asyncio.sleep(0.1)
 
 
+def commit_all(repo: Path) -> None:
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "init"]):
+        who = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+        subprocess.run(["git", "-C", str(repo), *who, *args], check=True, capture_output=True)
+
+
 def _ctxbus(env: dict[str, str], cwd: Path, *args: str) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, "-m", "ctxbus.cli.main", *args],
@@ -123,7 +130,8 @@ def test_memory_sync_reads_the_documents_with_no_stack_and_through_a_running_one
     stack = Stack(tmp_path)
     first = _ctxbus(stack.env, repo, "memory", "sync")
     assert first["via"] == "store" and first["added"] == 2 and first["project"] == "ledgerly/api"
-    assert _ctxbus(stack.env, repo, "memory", "sync") == {"project": "ledgerly/api", "changed": False, "via": "none"}
+    again = _ctxbus(stack.env, repo, "memory", "sync")
+    assert again == {"project": "ledgerly/api", "changed": False, "via": "store", "stale": {}, "fresh": []}
     assert _listed(stack.env, repo) == {"CLAUDE#money", "CLAUDE#where-things-are"}
     stack.start()  # now the stack owns the store: the sync goes through the bus
     try:
@@ -136,3 +144,47 @@ def test_memory_sync_reads_the_documents_with_no_stack_and_through_a_running_one
             time.sleep(0.2)
     finally:
         stop_quietly(stack.proc)
+
+
+async def test_deleting_a_named_file_marks_its_items_stale_at_the_next_session_start(
+    running_pipeline: Resources, settings: Settings, kafka: KafkaClientConfig, tmp_path: Path
+) -> None:
+    store = running_pipeline.store
+    assert store is not None
+    repo = fresh_repo(tmp_path)
+    (repo / ".git").rmdir()
+    (repo / "ledger").mkdir()
+    (repo / "ledger" / "money.py").write_text("class Money:\n    cents: int\n")
+    commit_all(repo)
+    gw = settings.model_copy(
+        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=ROOMY_HOOK_MS)}
+    )
+    stop, ports = asyncio.Event(), []
+    task = asyncio.create_task(
+        run_gateway(gw, kafka, Metrics(), stop, on_ready=ports.append, resources=running_pipeline)
+    )
+    try:
+        async with asyncio.timeout(30):
+            while not ports:
+                await asyncio.sleep(0.05)
+        env = hook_env(
+            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{ports[0]}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
+        )
+        await asyncio.to_thread(run_hook, env, "session-start", session_start(repo), repo)
+        async with asyncio.timeout(30):
+            while not store.get("ledgerly/api", ["CLAUDE#money"]):
+                await asyncio.sleep(0.1)
+        (money,) = store.get("ledgerly/api", ["CLAUDE#money"])
+        assert [f.path for f in money.files] == ["ledger/money.py"] and money.files[0].commit and not money.stale
+        (repo / "ledger" / "money.py").unlink()
+        await asyncio.to_thread(run_hook, env, "session-start", session_start(repo), repo)
+        async with asyncio.timeout(30):
+            while not store.get("ledgerly/api", ["CLAUDE#money"])[0].stale:
+                await asyncio.sleep(0.1)
+        (marked,) = store.get("ledgerly/api", ["CLAUDE#money"])
+        assert marked.stale == "deleted: ledger/money.py" and marked.stale_since is not None
+        (layout,) = store.get("ledgerly/api", ["CLAUDE#where-things-are"])
+        assert layout.stale is None  # names no file: never judged
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)

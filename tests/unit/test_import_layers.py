@@ -93,7 +93,13 @@ FORBIDDEN = [
         ("ctxbus.retriever", "ctxbus.injector", "ctxbus.recorder", "ctxbus.learning"),
         ("ctxbus.wiring", "ctxbus.api", "ctxbus.gateway", "ctxbus.cli", "ctxbus.bench"),
     ),
+    (
+        ("ctxbus.capture",),  # pure: capture rules import no I/O layer
+        ("ctxbus.adapters", "ctxbus.wiring", "ctxbus.components", "ctxbus.api", "ctxbus.gateway", "ctxbus.cli"),
+    ),
     (("ctxbus.adapters",), ("ctxbus.wiring", "ctxbus.api", "ctxbus.gateway", "ctxbus.cli", "ctxbus.bench")),
+    # the MCP server is a client of the running stack: it never opens the store (no API, no components) itself
+    (("ctxbus.mcpserver",), ("ctxbus.api", "ctxbus.components", "ctxbus.wiring", "ctxbus.cli")),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -64,6 +65,21 @@ class EmbeddedBroker:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    def exit_reason(self) -> str | None:
+        """Why the broker process ended (``killed by SIGKILL``, ``exited with code 1``); None while it runs (or
+        before it started). Never blocks: ``ctxbus up`` asks it every half second."""
+        if self._proc is None:
+            return None
+        code = self._proc.poll()
+        if code is None:
+            return None
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
 
     def start(self) -> EmbeddedBroker:
         if _port_open(self.host, self.port):

@@ -24,6 +24,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.doorbell import Quiet
 from ctxbus.archive.files import PartitionWriter, read_file, scan
 from ctxbus.archive.layout import expired
 from ctxbus.archive.state import ArchiveState, tp_key
@@ -38,6 +39,18 @@ HOUSEKEEPING_S = 60.0
 REDISCOVER_S = 5.0
 #: how long a stopping archiver keeps reading to reach the end of every partition
 DRAIN_TIMEOUT_S = 5.0
+#: the longest a snapshot of the groups' positions may take: aiokafka asks a dead coordinator for ever
+SNAPSHOT_TIMEOUT_S = 10.0
+#: the longest closing a group reader may take (it leaves its group, maybe on a dead broker)
+CLOSE_TIMEOUT_S = 5.0
+
+
+class _Timers:
+    """When the archiver's periodic work is next due (monotonic seconds), and what it appended unflushed."""
+
+    def __init__(self, now: float, flush_s: float, offsets_s: float) -> None:
+        self.flush, self.offsets = now + flush_s, now + offsets_s
+        self.rediscover, self.housekeeping, self.unflushed = now + REDISCOVER_S, now, 0
 
 
 def last_archived(root: Path) -> dict[tuple[str, int], int]:
@@ -82,55 +95,85 @@ class Archiver:
         self.appended: dict[TopicPartition, int] = {}
         self._quiet_since = time.monotonic()
         self.ready = asyncio.Event()
+        #: set by ``ctxbus up`` when its broker died: the stop reads nothing more from it and keeps the last
+        #: snapshot of the groups' positions (one taken from a dead or an empty broker would be wrong)
+        self.broker_gone = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
         # no group, no commits; not on the request path: it polls an idle broker rarely
         consumer = AIOKafkaConsumer(**self._config.consumer("archiver", None, background=True))
         admin = AIOKafkaAdminClient(**self._config.common("archiver"))
+        # idle, it sleeps until a publisher rings (the embedded broker never wakes a waiting fetch)
+        quiet = self._config.quiet(tuple(self._topics.all()), background=True)
         await consumer.start()
         await admin.start()
         try:
             self._resume_from = {TopicPartition(t, p): o + 1 for (t, p), o in last_archived(self._root).items()}
             await self._assign(consumer)
             self.ready.set()
-            now = time.monotonic()
-            next_flush, next_offsets = now + self._flush_s, now + self._offsets_s
-            next_rediscover, next_housekeeping = now + REDISCOVER_S, now
+            timers = _Timers(time.monotonic(), self._flush_s, self._offsets_s)
             while not stop.is_set():
                 try:
-                    await self._poll(consumer)
-                    now = time.monotonic()
-                    if now >= next_flush:
-                        await self._flush()
-                        next_flush = now + self._flush_s
-                    if now >= next_offsets:
-                        await self._snapshot_offsets(admin)
-                        next_offsets = now + self._offsets_s
-                    if now >= next_rediscover:
-                        await self._assign(consumer)
-                        next_rediscover = now + REDISCOVER_S
-                    if now >= next_housekeeping:
-                        self._retention()
-                        next_housekeeping = now + HOUSEKEEPING_S
-                except KafkaError as exc:
+                    await self._round(consumer, admin, quiet, timers, stop)
+                except (KafkaError, TimeoutError) as exc:
                     log.warning("archive_broker_error", error=repr(exc))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), 1.0)
-            await self._drain(consumer)
-            with contextlib.suppress(KafkaError, OSError):
-                await self._snapshot_offsets(admin)
+            if self.broker_gone:
+                await self._flush()
+            else:
+                await self._drain(consumer)
+                with contextlib.suppress(KafkaError, OSError, TimeoutError):
+                    await asyncio.wait_for(self._snapshot_offsets(admin), SNAPSHOT_TIMEOUT_S)
         finally:
             for writer in self._writers.values():
                 writer.close()
             self._state.save(self._root)
             for reader in self._group_readers.values():
                 with contextlib.suppress(Exception):
-                    await reader.stop()
+                    await asyncio.wait_for(reader.stop(), CLOSE_TIMEOUT_S)
             await consumer.stop()
             with contextlib.suppress(Exception):
                 await admin.close()
             log.info("archive_stopped", archived=self.archived)
+
+    async def _round(
+        self,
+        consumer: AIOKafkaConsumer,
+        admin: AIOKafkaAdminClient,
+        quiet: Quiet | None,
+        timers: _Timers,
+        stop: asyncio.Event,
+    ) -> None:
+        """One poll and what is due after it; with the doorbell, an idle archiver sleeps until a ring (flushing
+        and snapshotting only what changed)."""
+        got = await self._poll(consumer, quiet.linger_ms if quiet is not None else FETCH_TIMEOUT_MS)
+        timers.unflushed += got
+        now = time.monotonic()
+        if now >= timers.flush:
+            if timers.unflushed or quiet is None:
+                await self._flush()
+                timers.unflushed = 0
+            timers.flush = now + self._flush_s
+        if now >= timers.offsets:
+            # the groups' positions move only after records: once the topics were quiet for two snapshots, there
+            # is nothing new to snapshot (the stop snapshots anyway)
+            if quiet is None or self.idle_for(now) <= 2 * self._offsets_s:
+                # bounded: on a dead broker the snapshot would wait for ever (the round ends, `up` restarts it)
+                await asyncio.wait_for(self._snapshot_offsets(admin), SNAPSHOT_TIMEOUT_S)
+            timers.offsets = now + self._offsets_s
+        if now >= timers.rediscover:
+            await self._assign(consumer)
+            timers.rediscover = now + REDISCOVER_S
+        if now >= timers.housekeeping:
+            self._retention()
+            timers.housekeeping = now + HOUSEKEEPING_S
+        if quiet is not None and got:
+            quiet.busy()
+        elif quiet is not None and quiet.drowsy():
+            # unflushed records must not wait longer than the flush interval
+            await quiet.sleep(consumer, stop, timeout_s=max(0.0, timers.flush - now) if timers.unflushed else None)
 
     async def _assign(self, consumer: AIOKafkaConsumer) -> None:
         await consumer.topics()  # refresh what the client knows
@@ -156,11 +199,11 @@ class Archiver:
         self._assigned = wanted
         log.info("archive_assigned", partitions=len(wanted))
 
-    async def _poll(self, consumer: AIOKafkaConsumer) -> int:
+    async def _poll(self, consumer: AIOKafkaConsumer, timeout_ms: int = FETCH_TIMEOUT_MS) -> int:
         if not self._assigned:
-            await asyncio.sleep(FETCH_TIMEOUT_MS / 1000.0)
+            await asyncio.sleep(timeout_ms / 1000.0)
             return 0
-        batch = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=MAX_RECORDS)
+        batch = await consumer.getmany(timeout_ms=timeout_ms, max_records=MAX_RECORDS)
         count = 0
         for tp, records in batch.items():
             for record in records:

@@ -97,8 +97,8 @@ def bench_stack(memories_count: int, **env_extra: str) -> Iterator[BenchStack]:
         CTXBUS_SERVICE_METRICS_PORT="0",
         CTXBUS_GATEWAY_PORT="0",
         CTXBUS_LOG_LEVEL="WARNING",
-        **env_extra,
     )
+    env.update(env_extra)
     settings = Settings(data_dir=data_dir, topic_prefix=prefix)
     load_s = load_memories(settings, memories_count)
     proc = start_stack(env, data_dir)

@@ -1,5 +1,6 @@
 """``ctxbus bench broker``: what a record's trip through the embedded broker costs as a partition fills;
-``ctxbus bench recycle``: what ``ctxbus up``'s recycling of that broker buys and costs."""
+``ctxbus bench recycle``: what ``ctxbus up``'s recycling of that broker buys and costs; ``ctxbus bench
+broker-kill``: ``ctxbus up`` healing that broker after a SIGKILL under load."""
 
 from __future__ import annotations
 
@@ -40,6 +41,18 @@ def register_bench(bsub: Any) -> None:
     br.add_argument("--probes", type=int, default=30, help="sequential requests timed per phase")
     br.add_argument("--json", action="store_true", help="print the figures as JSON")
     br.set_defaults(handler=cmd_bench_recycle)
+    bk = bsub.add_parser(
+        "broker-kill",
+        help="ctxbus up healing its embedded broker: SIGKILLs under load; seconds until it answers again, "
+        "log growth, requests lost or answered twice",
+    )
+    bk.add_argument("--kills", type=int, default=1, help="SIGKILLs of the broker, each after the last recovery")
+    bk.add_argument("--rate", type=float, default=5.0, help="requests per second")
+    bk.add_argument("--before-s", type=float, default=15.0, help="seconds of load before the first kill")
+    bk.add_argument("--between-s", type=float, default=15.0, help="seconds of load after each recovery")
+    bk.add_argument("--memories", type=int, default=200)
+    bk.add_argument("--json", action="store_true", help="print the figures as JSON")
+    bk.set_defaults(handler=cmd_bench_broker_kill)
 
 
 def cmd_bench_broker(args: argparse.Namespace) -> int:
@@ -61,3 +74,15 @@ def cmd_bench_recycle(args: argparse.Namespace) -> int:
     result = recycle.run(memories=args.memories, fill_requests=args.fill, idle_s=args.idle_s, probes=args.probes)
     emit(args, result, recycle.print_report)
     return 0
+
+
+def cmd_bench_broker_kill(args: argparse.Namespace) -> int:
+    from ctxbus.bench import broker_kill  # noqa: PLC0415
+
+    if not 1 <= args.kills <= 100 or args.rate <= 0 or args.before_s <= 0 or args.between_s <= 0 or args.memories < 0:
+        raise CliError("--kills 1 to 100, --rate, --before-s and --between-s positive, --memories not negative")
+    result = broker_kill.run(
+        kills=args.kills, rate=args.rate, before_s=args.before_s, between_s=args.between_s, memories=args.memories
+    )
+    emit(args, result, broker_kill.print_report)
+    return 0 if result["unanswered"] <= len(result["lost"]) else 1

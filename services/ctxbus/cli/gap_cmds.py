@@ -1,7 +1,9 @@
 """``ctxbus gap``: detect a context gap in an agent state file and inject context into it.
 
 ``--detect-only`` prints the assessment (the gap as JSON, or why there is none) without
-touching the bus; otherwise the updated state is printed (or written to ``--output``).
+touching the bus; otherwise the updated state is printed (or written to ``--output``). With no broker
+(no running stack, no cluster configured) the gap is filled from the state's own sources alone (seed 000:
+the memory store is optional), and the summary line says so.
 A bad file (missing, not JSON, not a state) is one clear error line, never a traceback.
 """
 
@@ -24,7 +26,6 @@ from ctxbus.core.agent_state import AgentState, StateError, parse_state
 from ctxbus.core.gaps import GapPolicy
 from ctxbus.gaps.inject import DEFAULT_TIMEOUT_S, GapInjectionTimeout, GapInputError, assess, fill_gap
 from ctxbus.observability import configure_logging
-from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
 
 #: Largest state file read, in bytes.
@@ -96,11 +97,6 @@ def cmd_gap(args: argparse.Namespace) -> int:
     raw, parsed = load_state(args.state)
     project = args.project if args.project is not None or parsed.project else here()[0]
     settings = Settings()
-    if not args.detect_only:
-        try:
-            kafka_config(settings)  # fail before loading the model when there is nothing to talk to
-        except NoBroker as exc:
-            raise CliError(str(exc), 1) from exc
     if not structlog.is_configured():  # logs go to stderr: stdout is the JSON document
         configure_logging(settings.log_level, settings.log_format)
     from ctxbus.components import open_embedder  # noqa: PLC0415  (loads the model)
@@ -122,7 +118,7 @@ def cmd_gap(args: argparse.Namespace) -> int:
         result = asyncio.run(
             fill_gap(raw, settings=settings, embedder=embedder, timeout_s=args.timeout, project=project)
         )
-    except (NoBroker, GapInjectionTimeout) as exc:
+    except GapInjectionTimeout as exc:
         raise CliError(str(exc), 1) from exc
     except GapInputError as exc:
         hint = "; pass --project or add it to the state" if "project" in exc.missing else ""

@@ -20,8 +20,10 @@ def build_parser() -> argparse.ArgumentParser:
         gap_cmds,
         hooks_cmds,
         library_cmds,
+        mcp_cmds,
         memory_cmds,
         outcome_cmds,
+        remember_cmds,
         replay_cmds,
         stack_cmds,
         status_cmds,
@@ -34,12 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "hook",
         help="run as a Claude Code hook: user-prompt-submit | session-start | session-end | stop | post-tool-use | "
-        "post-tool-use-failure | learned-patterns",
+        "post-tool-use-failure | pre-compact | learned-patterns",
     )
     for module in (
         stack_cmds,
         status_cmds,
         memory_cmds,
+        remember_cmds,
         library_cmds,
         client_cmds,
         hooks_cmds,
@@ -48,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         gap_cmds,
         replay_cmds,
         dashboard_cmds,
+        mcp_cmds,
     ):
         module.register(sub)
     return parser

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 
+from ctxbus.adapters.file_refs import with_files
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import Stored, StoredReplies, send_upserts
 from ctxbus.cli import memory_sync_cmds, memory_view_cmds
@@ -25,6 +26,7 @@ from ctxbus.cli.project_option import add_project_option, project_of
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import MemoryUpserted
 from ctxbus.contract.topics import Topics
+from ctxbus.gateway.sync_state import root_of
 from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.memory import global_scope
 from ctxbus.memory.ingest import IngestReport, ingest
@@ -207,6 +209,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     parsed = parse_file(args.file, project, home=Path.home() if args.with_home else None)
     items, refused = global_scope.split(parsed.items, args.allow_global)
+    # the repository's files an item mentions are recorded with their hashes: staleness reads them
+    items = with_files(items, root_of(str(Path.cwd())))
     _emit([{"error": str(err)} for err in parsed.errors])
     _emit([{"error": f"{i.id} ({i.project}): {global_scope.refusal(global_scope.CLI_FLAG)}"} for i in refused])
     rejected = len(parsed.errors) + len(refused)
@@ -235,12 +239,12 @@ def cmd_import(args: argparse.Namespace) -> int:
                 "the services use (for `ctxbus run` services), or start the stack with `ctxbus up`",
                 1,
             ) from exc
-        return _through_bus(settings, args, project, items, result)
+        return through_bus(settings, args, project, items, result)
     print(json.dumps(result))
     return 0 if not rejected else EXIT_REJECTED
 
 
-def _through_bus(
+def through_bus(
     settings: Settings, args: argparse.Namespace, project: str, items: Sequence[MemoryItem], result: dict[str, object]
 ) -> int:
     via = Topics(settings.topic_prefix).memory_upserted

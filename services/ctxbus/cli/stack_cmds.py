@@ -11,19 +11,22 @@ import structlog
 from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
+from ctxbus.adapters.kafka.admin import TopicsRefused
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli import (
     adversarial_cmds,
     broker_bench_cmds,
+    capture_bench_cmds,
     chaos_cmds,
     fleet_cmds,
     footprint_cmds,
+    idle_cmds,
     overload_cmds,
     replay_cmds,
 )
 from ctxbus.cli.bench_output import emit
 from ctxbus.cli.errors import CliError
-from ctxbus.cli.kafka_failures import unreachable
+from ctxbus.cli.kafka_failures import for_config
 from ctxbus.cli.pipeline_cmds import cmd_bench, pipeline_args
 from ctxbus.cli.up_processes import cpus
 from ctxbus.cli.up_rounds import create_topics, install_signals, run_up
@@ -83,26 +86,13 @@ def register(sub: Any) -> None:
     pre.add_argument("--tasks", type=int, default=2_000)
     pre.add_argument("--json", action="store_true")
     pre.set_defaults(handler=cmd_bench_precontext)
-    cls = bsub.add_parser("classify", help="task classification accuracy on the shipped labelled set")
-    cls.add_argument("--json", action="store_true")
-    cls.set_defaults(handler=cmd_bench_classify)
+    _register_bench_pure(bsub)
     ret = bsub.add_parser(
         "retrieval", help="retrieval quality (recall, MRR, nDCG) on the labelled set, and speed at scale"
     )
     ret.add_argument("--scale", type=int, default=10_000, help="memories in the store for the speed figures")
     ret.add_argument("--rounds", type=int, default=2, help="passes over the queries for the speed figures")
-    ret.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="fit the relevance floor on the labelled set and judge the fit on prompts it was not fitted on "
-        "(5-fold, per recall budget, nested, halves; no speed run)",
-    )
-    ret.add_argument(
-        "--store-sizes",
-        action="store_true",
-        help="abstention at every store size (5 to 2,000 memories; teams' conventions and labelled subsets): "
-        "false rejection and false injection per size, fit and held-out stores apart (no speed run)",
-    )
+    _retrieval_modes(ret)
     ret.add_argument("--json", action="store_true")
     ret.set_defaults(handler=cmd_bench_retrieval)
     ded = bsub.add_parser("dedupe", help="near-copy clustering threshold: precision and recall on labelled pairs")
@@ -115,9 +105,17 @@ def register(sub: Any) -> None:
     from ctxbus.cli.outcome_cmds import register_bench as register_outcomes_bench  # noqa: PLC0415
 
     register_outcomes_bench(bsub)
-    adversarial_cmds.register_bench(bsub)
-    for bench in (chaos_cmds, fleet_cmds, overload_cmds, footprint_cmds, broker_bench_cmds):
-        bench.register_bench(bsub)
+    for module in (
+        adversarial_cmds,
+        chaos_cmds,
+        fleet_cmds,
+        overload_cmds,
+        footprint_cmds,
+        broker_bench_cmds,
+        capture_bench_cmds,
+        idle_cmds,
+    ):
+        module.register_bench(bsub)
 
 
 def metrics_port_of(settings: Settings, service: str) -> int:
@@ -156,8 +154,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         return asyncio.run(run_up(settings, config, split(() if args.no_services else SERVICES, processes), broker))
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError) as exc:
         raise CliError(str(exc), 1) from exc
-    except KafkaError as exc:
-        raise CliError(unreachable(config, exc), 1) from exc
+    except (KafkaError, TopicsRefused) as exc:
+        raise CliError(for_config(config, exc), 1) from exc
     finally:
         settings.runtime_file.unlink(missing_ok=True)
         if broker is not None:
@@ -175,8 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(_run_one(args.service, settings, config))
     except (StoreBusy, StoreModelMismatch, ListenError, MetricsListenError, SecretFileError) as exc:
         raise CliError(str(exc), 1) from exc
-    except KafkaError as exc:
-        raise CliError(unreachable(config, exc), 1) from exc
+    except (KafkaError, TopicsRefused) as exc:
+        raise CliError(for_config(config, exc), 1) from exc
 
 
 async def _run_one(name: str, settings: Settings, config: KafkaClientConfig) -> int:
@@ -200,8 +198,8 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
         raise CliError(str(exc), 1) from exc
     try:
         created = asyncio.run(create_topics(settings, config))
-    except KafkaError as exc:
-        raise CliError(unreachable(config, exc), 1) from exc
+    except (KafkaError, TopicsRefused) as exc:
+        raise CliError(for_config(config, exc), 1) from exc
     for topic in Topics(settings.topic_prefix).all():
         print(f"{topic}\t{'created' if topic in created else 'exists'}")
     return 0
@@ -228,11 +226,51 @@ def cmd_bench_precontext(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retrieval_modes(ret: argparse.ArgumentParser) -> None:
+    """The modes of ``ctxbus bench retrieval`` other than its default quality and speed run."""
+    ret.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the relevance floor on the labelled set and judge the fit on prompts it was not fitted on "
+        "(5-fold, per recall budget, nested, halves; no speed run)",
+    )
+    ret.add_argument(
+        "--store-sizes",
+        action="store_true",
+        help="abstention at every store size (5 to 2,000 memories; teams' conventions and labelled subsets): "
+        "false rejection and false injection per size, fit and held-out stores apart (no speed run)",
+    )
+    ret.add_argument(
+        "--separation",
+        action="store_true",
+        help="how well the embedder's cosine alone tells on-topic from null prompts in the teams' convention "
+        "stores: top-1, best-cosine quantiles, AUC, the best single cut, query latency (seconds; no speed run)",
+    )
+
+
 def cmd_bench_classify(args: argparse.Namespace) -> int:
     from ctxbus.bench import classify  # noqa: PLC0415
 
     result = classify.run()
     emit(args, result, classify.print_report)
+    return 0
+
+
+def _register_bench_pure(bsub: Any) -> None:
+    """The benchmarks of pure functions on shipped data: classification, redaction."""
+    cls = bsub.add_parser("classify", help="task classification accuracy on the shipped labelled set")
+    cls.add_argument("--json", action="store_true")
+    cls.set_defaults(handler=cmd_bench_classify)
+    red = bsub.add_parser("redact", help="secret redaction: CPU per call (2 KB prompt, 100 KB chunk), false positives")
+    red.add_argument("--runs", type=int, default=30)
+    red.add_argument("--json", action="store_true")
+    red.set_defaults(handler=cmd_bench_redact)
+
+
+def cmd_bench_redact(args: argparse.Namespace) -> int:
+    from ctxbus.bench import redact  # noqa: PLC0415
+
+    emit(args, redact.run(args.runs), redact.print_report)
     return 0
 
 
@@ -245,6 +283,11 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
         from ctxbus.bench import abstain_calibration, retrieval_calibrate  # noqa: PLC0415
 
         emit(args, retrieval_calibrate.run_calibration(log=log), abstain_calibration.print_report)
+        return 0
+    if args.separation:
+        from ctxbus.bench import separation  # noqa: PLC0415
+
+        emit(args, separation.run(log=log), separation.print_report)
         return 0
     if args.store_sizes:
         from ctxbus.bench import store_sizes  # noqa: PLC0415

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.cli.kafka_failures import unreachable
+from ctxbus.cli.kafka_failures import for_config
 from ctxbus.cli.stack_cmds import metrics_port_of
 from ctxbus.cli.up_processes import ready_line
 from ctxbus.cli.up_rounds import install_signals
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MetricsListenError as exc:
         print(f"ctxbus: error: {exc}", file=sys.stderr)
     except KafkaError as exc:
-        print(f"ctxbus: error: {unreachable(config, exc)}", file=sys.stderr)
+        print(f"ctxbus: error: {for_config(config, exc)}", file=sys.stderr)
     return 1
 
 

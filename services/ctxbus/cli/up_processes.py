@@ -91,6 +91,8 @@ class ServiceProcess:
         self._problem = "starting"
         #: why ``up`` had to stop because of this process (None: it did not)
         self.failure: str | None = None
+        #: how long a stop may take before SIGKILL, when shorter than the services' grace (``hurry``)
+        self.stop_grace_s: float | None = None
 
     def readiness(self) -> str | None:
         """``up``'s health check of this process: None when it runs and its consumers are ready."""
@@ -208,7 +210,7 @@ class ServiceProcess:
         self.ready, self._problem = False, "stopping"
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)
-        grace = self._settings.service.shutdown_grace_s + STOP_MARGIN_S
+        grace = self.stop_grace_s or self._settings.service.shutdown_grace_s + STOP_MARGIN_S
         done, _ = await asyncio.wait({exited}, timeout=grace)
         if not done:
             log.error("service_process_killed", process=self.name, pid=proc.pid, after_s=grace)
@@ -234,6 +236,11 @@ class StackParts:
             self.ready.set()
         self.on_change: Callable[[], None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+
+    def hurry(self, grace_s: float) -> None:
+        """Stops from now on give each child ``grace_s`` before SIGKILL (its broker died: it can commit nothing)."""
+        for child in self.children:
+            child.stop_grace_s = grace_s
 
     def mark(self, part: str) -> None:
         """``part`` (``up`` or a child's name) is ready."""

@@ -26,14 +26,26 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.errors import CliError
+from ctxbus.cli.up_broker import (
+    BROKER_CHECK_S,
+    RECYCLING_CHECK,
+    BrokerLife,
+    broker_died,
+    reap_client_tasks,
+    rewrite_runtime,
+    services_ended,
+    watch_broker,
+)
 from ctxbus.cli.up_processes import StackParts
 from ctxbus.contract.topics import Topics
 from ctxbus.core.broker_recycle import RecyclePolicy
+from ctxbus.core.broker_restarts import BrokerRestarts
 from ctxbus.core.process_layout import Layout
 from ctxbus.observability import Metrics
 from ctxbus.runtime import RuntimeInfo
@@ -47,8 +59,6 @@ log = structlog.get_logger("ctxbus.cli")
 
 #: how often a round looks whether the broker is due for recycling
 RECYCLE_CHECK_S = 5.0
-#: ``/readyz``'s check while the broker is recycled
-RECYCLING_CHECK = "stack"
 
 
 def install_signals(stop: asyncio.Event) -> None:
@@ -89,18 +99,42 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
     metrics = Metrics()
     port = metrics.serve(settings.service.metrics_host, settings.service.metrics_port)
     policy = recycle_policy(settings, config, broker)
+    restarts = BrokerRestarts(settings.kafka.embedded_restart_limit, settings.kafka.embedded_restart_window_s)
+    between = BrokerLife()
     recycling_since: float | None = None
     while True:
-        recycle = await _round(settings, config, layout, metrics, port, terminate, broker, policy, recycling_since)
-        if not recycle or terminate.is_set() or broker is None:
+        between.restarted, between.died = between.died is not None, None
+        try:
+            recycle = await _round(
+                settings, config, layout, metrics, port, terminate, broker, policy, recycling_since, between
+            )
+        except KafkaError:  # the broker died while the round started (topics, refill): the same as dying later
+            if broker is None or broker.exit_reason() is None:
+                raise
+            broker_died(broker, metrics, settings, between)
+            recycle = False
+        if terminate.is_set() or broker is None or not (recycle or between.died):
             return 0
-        recycling_since = time.monotonic()
-        metrics.health.add(RECYCLING_CHECK, lambda: "recycling the embedded broker")
+        recycling_since = between.died_at if between.died is not None else time.monotonic()
+        if between.died is not None:
+            delay = restarts.next_delay(recycling_since)
+            if delay is None:
+                log.error("broker_failed", reason=between.died, action="stop", restart_limit=restarts.limit)
+                raise CliError(restarts.refusal(between.died), 1)
+            log.warning("broker_restarting", after_s=delay, restarts=restarts.used, restart_limit=restarts.limit)
+            with contextlib.suppress(TimeoutError):  # the backoff, unless up is asked to stop meanwhile
+                await asyncio.wait_for(terminate.wait(), delay)
+            if terminate.is_set():
+                return 0
+            await reap_client_tasks()
+        else:
+            metrics.health.add(RECYCLING_CHECK, lambda: "recycling the embedded broker")
         try:  # on this (the main) thread: the new broker's parent-death signal follows the thread that starts it
             broker.restart()
         except BrokerStartError as exc:
             raise CliError(f"cannot restart the embedded broker: {exc}", 1) from exc
-        metrics.broker_recycles.inc()
+        (metrics.broker_restarts if between.died else metrics.broker_recycles).inc()
+        rewrite_runtime(settings, between, broker.pid)
         log.info("broker_restarted", broker_pid=broker.pid, bootstrap_servers=broker.bootstrap_servers)
         if terminate.is_set():  # asked to stop meanwhile: the archive holds everything, nothing to refill
             return 0
@@ -116,8 +150,10 @@ async def _round(
     broker: EmbeddedBroker | None,
     policy: RecyclePolicy | None,
     recycling_since: float | None,
+    between: BrokerLife,
 ) -> bool:
-    """One round; True when it ended for a recycle of the broker."""
+    """One round; True when it ended for a recycle of the broker (``between.died`` says when it ended because the
+    broker died)."""
     stop = asyncio.Event()
     created = await create_topics(settings, config)
     parts = StackParts(layout, settings, config, metrics.health)
@@ -126,9 +162,10 @@ async def _round(
     gateway_port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     started_at = datetime.now(UTC).isoformat()
     broker_pid = broker.pid if broker is not None else None
+    restarted = between.restarted
 
     def write_runtime() -> None:
-        RuntimeInfo(
+        between.runtime = RuntimeInfo(
             pid=os.getpid(),
             bootstrap_servers=config.bootstrap_servers,
             embedded=config.embedded,
@@ -138,7 +175,8 @@ async def _round(
             started_at=started_at,
             broker_pid=broker_pid,
             service_processes=parts.processes(),
-        ).write(settings.runtime_file)
+        )
+        between.runtime.write(settings.runtime_file)
 
     async def announce() -> None:
         """The runtime file is the readiness signal: written once every service, in every process, can answer."""
@@ -148,7 +186,8 @@ async def _round(
         parts.on_change = write_runtime  # a restarted child: its pid and metrics port
         metrics.health.remove(RECYCLING_CHECK)
         if recycling_since is not None:
-            log.info("broker_recycled", seconds=round(time.monotonic() - recycling_since, 2), broker_pid=broker_pid)
+            seconds = round(time.monotonic() - recycling_since, 2)
+            log.info("broker_recovered" if restarted else "broker_recycled", seconds=seconds, broker_pid=broker_pid)
             return
         log.info(
             "stack_up",
@@ -183,8 +222,12 @@ async def _round(
                 layout.in_up, settings, config, metrics, stop, resources=shared, on_ready=lambda: parts.mark("up")
             )
             tasks.append(in_up)
+        running = asyncio.ensure_future(asyncio.gather(*tasks))
+        if broker is not None:
+            watch = watch_broker(broker, metrics, settings, between, stop, archiver, parts, running)
+            helpers.append(asyncio.create_task(watch))
         try:
-            await asyncio.gather(*tasks)
+            await services_ended(running, between)
         finally:
             for task in helpers:
                 task.cancel()
@@ -210,8 +253,16 @@ async def _archiving(settings: Settings, config: KafkaClientConfig) -> AsyncIter
         yield archiver
     finally:
         archive_stop.set()
+        if archiver.broker_gone:  # nothing more to read: a wait on the dead broker (a snapshot) is cut short
+            done, _ = await asyncio.wait({archiving}, timeout=BROKER_CHECK_S)
+            if not done:
+                archiving.cancel()
         try:
             await archiving
+        except asyncio.CancelledError:  # cut short above (it flushed and saved its state on the way out)
+            current = asyncio.current_task()
+            if not archiver.broker_gone or (current is not None and current.cancelling()):
+                raise
         except Exception:  # the history is not the pipeline: say so loudly, stop cleanly
             log.exception("archive_failed", hint="the event history since the last flush may be missing")
 

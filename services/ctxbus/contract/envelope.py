@@ -77,7 +77,7 @@ _EVENT_TYPE_OF: dict[type[BaseModel], str] = {v: k for k, v in PAYLOAD_TYPES.ite
 CURRENT_SCHEMA_VERSION: dict[str, int] = {
     EventType.RETRIEVAL_REQUESTED: 3,
     EventType.RETRIEVAL_COMPLETED: 3,
-    EventType.CONTEXT_INJECTED: 3,
+    EventType.CONTEXT_INJECTED: 4,
     EventType.OUTCOME_RECORDED: 1,
     EventType.ATTEMPT_RECORDED: 2,
     EventType.MEMORY_UPSERTED: 3,

@@ -179,6 +179,10 @@ class ContextInjected(_Payload):
     task_id: str | None = Field(default=None, max_length=500)
     #: which of ``item_ids`` are items of the global scope (the others are the event's project's)
     global_item_ids: tuple[str, ...] = ()
+    #: seed 004's fingerprint of this context as injected (its items, tokens, compression, tags); v4
+    fingerprint: str | None = None
+    #: its components, JSON-encoded (as ``RetrievalCompleted.fingerprint_components``)
+    fingerprint_components: dict[str, str] = Field(default_factory=dict)
 
 
 class OutcomeScope(StrEnum):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import fastavro
@@ -90,10 +91,18 @@ def _avro_read(writer: dict[str, Any], reader: dict[str, Any], body: bytes) -> d
     return record
 
 
-def to_record(event: AnyEnvelope) -> dict[str, Any]:
-    """The Avro record of an event: ``{"envelope": {...}, "payload": {...}}``."""
+#: a filter over a payload record's strings, in place (the publisher's: ctxbus.redact.default.redact_strings)
+Scrub = Callable[[dict[str, Any]], object]
+
+
+def to_record(event: AnyEnvelope, scrub: Scrub | None = None) -> dict[str, Any]:
+    """The Avro record of an event: ``{"envelope": {...}, "payload": {...}}``; ``scrub`` rewrites the payload's
+    strings first (the envelope holds ids, the project and the session, never user text)."""
     envelope = event.model_dump(mode="python", exclude={"payload"})
-    return {"envelope": envelope, "payload": event.payload.model_dump(mode="python")}
+    payload = event.payload.model_dump(mode="python")
+    if scrub is not None:
+        scrub(payload)
+    return {"envelope": envelope, "payload": payload}
 
 
 def from_record(record: dict[str, Any]) -> AnyEnvelope:
@@ -119,12 +128,13 @@ def _validation_summary(exc: ValidationError) -> str:
 class EventSerializer:
     """``serialize(event) -> bytes`` with the current schema of the event's type."""
 
-    def __init__(self, registry: SchemaRegistry | None = None) -> None:
+    def __init__(self, registry: SchemaRegistry | None = None, *, scrub: Scrub | None = None) -> None:
         self._registry = registry or default_registry()
+        self._scrub = scrub
 
     def __call__(self, event: AnyEnvelope) -> bytes:
         entry = self._registry.current(event.event_type)
-        return frame(entry.schema_id, _avro_write(entry.schema, to_record(event)))
+        return frame(entry.schema_id, _avro_write(entry.schema, to_record(event, self._scrub)))
 
     def schema_id(self, event_type: str) -> int:
         return self._registry.current(event_type).schema_id

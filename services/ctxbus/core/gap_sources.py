@@ -68,7 +68,8 @@ class SourcePolicy:
     min_matches: int = 1
     #: a longer text is cut (with "…")
     max_item_chars: int = 300
-    #: share of the character and token budget the local sources may take (memory gets the rest)
+    #: share of the character and token budget the local sources may take (memory gets the rest; 1.0: no memory
+    #: to ask, as without a broker)
     local_share: float = 0.4
     #: latest messages read as context
     message_window: int = 20
@@ -80,8 +81,8 @@ class SourcePolicy:
                 raise ValueError(f"SourcePolicy.{f.name} must be finite, got {value}")
             if isinstance(value, int) and value < 1:
                 raise ValueError(f"SourcePolicy.{f.name} must be at least 1, got {value}")
-        if not 0.0 < self.local_share < 1.0:
-            raise ValueError(f"SourcePolicy.local_share must be in (0, 1), got {self.local_share}")
+        if not 0.0 < self.local_share <= 1.0:
+            raise ValueError(f"SourcePolicy.local_share must be in (0, 1], got {self.local_share}")
         if not 0.0 <= self.min_relevance <= 1.0:
             raise ValueError(f"SourcePolicy.min_relevance must be in [0, 1], got {self.min_relevance}")
         if self.max_item_chars < 20:

@@ -96,6 +96,8 @@ def _injected_part(event: Envelope[ContextInjected]) -> dict[str, Any]:
         "empty_reason": p.empty_reason,
         "suggested_approach": p.suggested_approach,
         "source": p.context_source.value,
+        "min_confidence": p.min_confidence_threshold,
+        "fingerprint": p.fingerprint,
         "assembly_ms": p.assembly_duration_ms,
         "end_to_end_ms": e2e,
     }
@@ -193,6 +195,8 @@ def render_text(doc: dict[str, Any]) -> str:
             f"injected context  ({injection['context_chars']} chars, ~{injection['token_estimate']} tokens, "
             f"{len(injection['item_ids'])} items{', truncated' if injection['truncated'] else ''}, "
             f"end to end {injection['end_to_end_ms']} ms)",
+            f"source {injection['source']}, min confidence {injection['min_confidence']:.2f}, "
+            f"fingerprint {injection['fingerprint']}",
         ]
         if injection["empty_reason"]:
             lines.append(f"empty: {injection['empty_reason']}")

@@ -4,8 +4,10 @@ A row is one item at a glance: id, kind, source, conviction (as ranking sees it:
 :mod:`ctxbus.core.learning`), uses, pinned, stale and the title. A document is the whole item plus what learning
 knows of it: outcomes, success rate, injections and the last one, and its near copies (same cluster).
 
-**Stale** is an item another one superseded (``supersedes``): it is kept for history and never retrieved. A
-listing shows the live items unless asked for the stale ones.
+**Stale** is an item another one superseded (``supersedes``: kept for history and never retrieved), or one that
+names a file that was deleted or rewritten past recognition since it was stored (:mod:`ctxbus.core.staleness`:
+still retrieved, down-weighted). A listing shows the items searches may return (a stale-marked one among them,
+with why) unless asked for the stale ones only.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class ItemFilter:
     kind: str | None = None
     #: a substring of the item's source, case-insensitive
     source: str | None = None
-    #: True: only stale (superseded) items; False: only live ones
+    #: True: only stale items (superseded, or naming a deleted or rewritten file); False: every item searches return
     stale: bool = False
     #: True: only pinned; False: only unpinned; None: both
     pinned: bool | None = None
@@ -53,7 +55,19 @@ class ItemFilter:
             return False
         if self.pinned is not None and item.pinned is not self.pinned:
             return False
-        return item.active is not self.stale
+        return is_stale(item) if self.stale else item.active
+
+
+def is_stale(item: MemoryItem) -> bool:
+    """Superseded by another item, or marked stale because a file it names was deleted or rewritten."""
+    return not item.active or item.stale is not None
+
+
+def stale_reason(item: MemoryItem) -> str | None:
+    """Why the item is stale (None: it is not)."""
+    if not item.active:
+        return f"superseded by {item.superseded_by}"
+    return item.stale
 
 
 def select(items: Iterable[MemoryItem], keep: ItemFilter) -> list[MemoryItem]:
@@ -85,7 +99,8 @@ def row(item: MemoryItem, history: ItemHistory | None = None) -> dict[str, Any]:
         "conviction": round(learned_conviction(item), 4),
         "uses": learned_usage(item),
         "pinned": item.pinned,
-        "stale": not item.active,
+        "stale": is_stale(item),
+        "stale_reason": stale_reason(item),
         "title": item.title or item.content.split("\n", 1)[0],
     }
 
@@ -97,7 +112,8 @@ def document(item: MemoryItem, history: ItemHistory, near: Sequence[MemoryItem])
     rate = learned_success_rate(item)
     return {
         **item.model_dump(mode="json", exclude={"feedback"}),
-        "stale": not item.active,
+        "stale": is_stale(item),
+        "stale_reason": stale_reason(item),
         "conviction": round(learned_conviction(item), 4),
         "imported_confidence": item.confidence,
         "uses": learned_usage(item),
@@ -135,9 +151,8 @@ def table(rows: Sequence[dict[str, Any]], width: int) -> list[str]:
     used = sum(widths) + 2 * len(widths)
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + "  TITLE"]
     for r, c in zip(rows, cells, strict=True):
-        lines.append(
-            "  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)) + "  " + clip(r["title"], width - used)
-        )
+        title = f"[stale: {r['stale_reason']}] {r['title']}" if r.get("stale_reason") else r["title"]
+        lines.append("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)) + "  " + clip(title, width - used))
     return [line.rstrip() for line in lines]
 
 

@@ -12,8 +12,8 @@ for analysis. ctxbus's task types map onto those modes by ``MODE_BY_TASK_TYPE``
 type leave the profile's weights as they are).
 
 Tiers: an item in ``GLOBAL_PROJECT`` is global; otherwise an item tagged
-``task:<id>`` is task memory (for the plan's task when it names one, for any
-task when it does not); everything else is project memory.
+``task:<id>`` is task memory only for the request that names that task id; everything else (a
+request without a task id included: no item is its task's memory) is project memory.
 
 Re-scoring (``apply_plan``), with every part added to the breakdown::
 
@@ -321,13 +321,19 @@ def plan_retrieval(
 
 
 def item_tier(item: MemoryItem, task_id: str | None = None) -> Tier:
-    """Global for ``GLOBAL_PROJECT``; task when tagged ``task:<task_id>`` (any task id if none given); else project."""
+    """Global for ``GLOBAL_PROJECT``; task when tagged ``task:<task_id>``; else project.
+
+    A request without a task id (None or blank) has no task memory: an item tagged with some task is
+    project memory to it, weighted like the project's other items (issue 25: any ``task:*`` item used to
+    take the task tier's weight then, and outranked the items the prompt was about).
+    """
     if item.project == GLOBAL_PROJECT:
         return Tier.GLOBAL
+    wanted = task_id.strip().lower() if task_id else ""
+    if not wanted:
+        return Tier.PROJECT
     task_tags = [t[len(TASK_TAG_PREFIX) :] for t in item.tags if t.startswith(TASK_TAG_PREFIX)]
-    if task_id is None:
-        return Tier.TASK if any(task_tags) else Tier.PROJECT
-    return Tier.TASK if task_id.strip().lower() in task_tags else Tier.PROJECT
+    return Tier.TASK if wanted in task_tags else Tier.PROJECT
 
 
 def rejection_reason(plan: RetrievalPlan, item: MemoryItem) -> str | None:

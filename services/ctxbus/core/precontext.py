@@ -235,14 +235,15 @@ ERROR_CHAR_STEPS = (80, 48, 24)
 
 
 def _tighter(policy: PreContextPolicy) -> Iterator[PreContextPolicy]:
-    """Ever tighter versions of ``policy``: fewer files, then shorter errors, then only the last attempt."""
-    for files in range(policy.max_files - 1, 0, -1):
-        yield replace(policy, max_files=files)
-    tight = policy
+    """Ever tighter versions of ``policy`` for the token target: shorter errors, then fewer of them.
+
+    Seed 003 keeps up to ``max_files`` files of each of the last ``helper_max_attempts`` attempts and holds
+    the context to its lines; its ~100 tokens are a target, so the errors give way, never the files nor the
+    attempts (issue 25: cutting files first left a retry one file per attempt).
+    """
     for chars in ERROR_CHAR_STEPS:
-        tight = replace(policy, max_files=1, max_errors=min(policy.max_errors, 2), max_error_chars=chars)
-        yield tight
-    yield replace(tight, helper_max_attempts=1)
+        yield replace(policy, max_error_chars=chars)
+    yield replace(policy, max_errors=min(policy.max_errors, 1), max_error_chars=ERROR_CHAR_STEPS[-1])
 
 
 def build_precontext(
@@ -258,8 +259,8 @@ def build_precontext(
     """The pre-context of ``kind`` for a task's attempts; "" when disabled or when there is nothing to say.
 
     ``enabled_for_task`` is the task's own override (seed 003's ``options.enable_pre_context``).
-    Over ``policy.max_tokens`` (by ``count_tokens``) the lists and errors are shortened until it fits
-    or nothing more can be shortened.
+    Over ``policy.max_tokens`` (by ``count_tokens``) the errors are shortened, then fewer are listed, until
+    it fits or nothing more can be shortened; the files and attempts the policy keeps stay (``_tighter``).
     """
     enabled = policy.enabled if enabled_for_task is None else enabled_for_task
     if not enabled or kind not in policy.types or raw_attempts is None:

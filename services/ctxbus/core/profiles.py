@@ -5,12 +5,14 @@ built-in profiles with seed 004's numbers (implementer, reviewer, planner,
 helper; seed 004's knight, squire, royalty and peasant are aliases),
 ``resolve_profile`` and the per-request ``apply_overrides``.
 
-Seed 004 names kinds ctxbus does not store (plans, summaries, conversations,
-tool logs ...). ``SEED_KIND_MAP`` translates the seed's kind names to
-``MemoryKind``: a seed kind with a direct ctxbus counterpart maps to it, the
-others map to nothing (so, e.g., the implementer's excluded ``summary`` and
-``preference`` exclude nothing: ctxbus has no such items, and mapping them to
-learnings or principles would starve the default role of its core memory).
+Seed 004 names kinds by another system's words. ``SEED_KIND_MAP`` translates them to ``MemoryKind``:
+code, test, tool_output (attempts), failure (warnings), decision, convention and pattern have direct
+counterparts; a plan is what was decided (decisions); reasoning and review are what was learned
+(learnings); a helper's task_input is its task's own record (attempts, as seed 003's helper context
+reads them). Summaries, preferences, conversations and verbose logs have none
+(``SEED_KINDS_WITHOUT_COUNTERPART``): the built-in profiles leave them out, and an override naming one is
+refused, so no setting is a no-op (mapping summaries or preferences to principles or conventions would
+starve the default role of its core memory).
 The built-in profiles are written with the seed's own lists, translated.
 """
 
@@ -32,7 +34,7 @@ class Tier(StrEnum):
     GLOBAL = "global"
 
 
-#: Seed 004's kind names -> ctxbus kinds (empty: ctxbus stores no such items).
+#: Seed 004's kind names -> ctxbus kinds.
 SEED_KIND_MAP: dict[str, tuple[MemoryKind, ...]] = {
     "code": (MemoryKind.CODE_REF,),
     "test": (MemoryKind.TEST_REF,),
@@ -41,16 +43,13 @@ SEED_KIND_MAP: dict[str, tuple[MemoryKind, ...]] = {
     "decision": (MemoryKind.DECISION,),
     "convention": (MemoryKind.CONVENTION,),
     "pattern": (MemoryKind.PATTERN,),
-    "plan": (),
-    "reasoning": (),
-    "review": (),
-    "summary": (),
-    "preference": (),
-    "conversation": (),
-    "verbose_log": (),
-    "raw_conversation": (),
-    "task_input": (),
+    "plan": (MemoryKind.DECISION,),
+    "reasoning": (MemoryKind.LEARNING,),
+    "review": (MemoryKind.LEARNING,),
+    "task_input": (MemoryKind.ATTEMPT,),
 }
+#: Seed 004's kind names ctxbus stores nothing of: a profile setting naming one would change nothing.
+SEED_KINDS_WITHOUT_COUNTERPART = frozenset(("summary", "preference", "conversation", "verbose_log", "raw_conversation"))
 
 #: Override keys accepted by ``apply_overrides`` (every field but the name, description and record).
 OVERRIDABLE = (
@@ -92,7 +91,8 @@ class InvalidOverride(ValueError):
 def to_memory_kinds(names: Iterable[str]) -> frozenset[MemoryKind]:
     """ctxbus kinds for names that are ``MemoryKind`` values or seed 004 kind names.
 
-    Raises InvalidOverride for a name that is neither (the message lists the valid names).
+    Raises InvalidOverride for a seed kind ctxbus stores nothing of (``SEED_KINDS_WITHOUT_COUNTERPART``) and
+    for a name that is neither (the message lists the valid names).
     """
     out: set[MemoryKind] = set()
     for raw in names:
@@ -101,6 +101,11 @@ def to_memory_kinds(names: Iterable[str]) -> frozenset[MemoryKind]:
             out.add(MemoryKind(name))
         elif name in SEED_KIND_MAP:
             out.update(SEED_KIND_MAP[name])
+        elif name in SEED_KINDS_WITHOUT_COUNTERPART:
+            raise InvalidOverride(
+                f"ctxbus stores no {name!r} items (seed 004's kind has no counterpart): a profile naming it would "
+                "change nothing; name stored kinds instead"
+            )
         else:
             valid = sorted({*(k.value for k in MemoryKind), *SEED_KIND_MAP})
             raise InvalidOverride(f"unknown memory kind {raw!r}; valid kinds: {', '.join(valid)}")
@@ -166,7 +171,7 @@ IMPLEMENTER = ContextProfile(
     project_weight=0.3,
     global_weight=0.2,
     preferred_kinds=to_memory_kinds(("code", "test", "tool_output", "plan", "convention")),
-    excluded_kinds=to_memory_kinds(("conversation", "summary", "preference")),
+    excluded_kinds=frozenset(),  # the seed's conversation, summary, preference: ctxbus stores none
     min_importance=0.3,
     allow_compression=True,
     compression_aggressiveness=0.6,
@@ -182,7 +187,7 @@ REVIEWER = ContextProfile(
     project_weight=0.4,
     global_weight=0.2,
     preferred_kinds=to_memory_kinds(("plan", "reasoning", "decision", "failure", "review")),
-    excluded_kinds=to_memory_kinds(("tool_output", "verbose_log")),
+    excluded_kinds=to_memory_kinds(("tool_output",)),  # and the seed's verbose_log: ctxbus stores none
     min_importance=0.4,
     allow_compression=True,
     compression_aggressiveness=0.4,
@@ -197,7 +202,7 @@ PLANNER = ContextProfile(
     task_weight=0.2,
     project_weight=0.5,
     global_weight=0.3,
-    preferred_kinds=to_memory_kinds(("summary", "decision", "convention", "preference", "pattern")),
+    preferred_kinds=to_memory_kinds(("decision", "convention", "pattern")),  # and summary, preference: none stored
     excluded_kinds=to_memory_kinds(("code", "tool_output", "test")),
     min_importance=0.5,
     allow_compression=True,
@@ -214,7 +219,7 @@ HELPER = ContextProfile(
     project_weight=0.1,
     global_weight=0.1,
     preferred_kinds=to_memory_kinds(("task_input",)),
-    excluded_kinds=to_memory_kinds(("code", "test", "decision", "summary")),
+    excluded_kinds=to_memory_kinds(("code", "test", "decision")),  # and summary: none stored
     min_importance=0.0,
     allow_compression=False,
     compression_aggressiveness=0.0,

@@ -33,6 +33,7 @@ from datetime import datetime
 from ctxbus.core.fusion import RRF_K
 from ctxbus.core.learning import with_learning
 from ctxbus.core.sections import is_cautionary
+from ctxbus.core.staleness import STALE_WEIGHT
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
@@ -44,11 +45,11 @@ SECONDS_PER_DAY = 86_400.0
 DEFAULT_MAX_ITEMS = 10
 #: A similarity floor that keeps every hit (cosine similarity is never below -1).
 NO_SIMILARITY_FLOOR = -1.0
-#: Seed 001: how much a past session's learning counts, by the session's outcome.
+#: Seed 001: how much a past session's learning counts, by the session's outcome. A failed one is not here:
+#: seed 001's 0.3 is replaced by REQ-021.5's treatment, a warning at full strength (``outcome_weight``).
 OUTCOME_WEIGHTS: dict[Outcome, float] = {
     Outcome.SUCCESSFUL: 1.0,
     Outcome.PARTIAL: 0.6,
-    Outcome.FAILED: 0.3,
     Outcome.UNKNOWN: 0.5,
 }
 #: A BM25 score that is clearly a keyword match (several rare query terms): the best keyword match of a
@@ -120,10 +121,29 @@ def domain_match(item: MemoryItem, domain: str | None) -> float:
     return 1.0 if domain.strip().lower() in item.domains else 0.0
 
 
+#: a captured episode (a past session, ctxbus.capture) ages this much faster than other items, until it helps
+EPISODE_DECAY = 3.0
+
+
+def keeps_helping(item: MemoryItem) -> bool:
+    """Outcomes say the item helps: more successes than failures among the sessions it was injected into."""
+    fb = item.feedback
+    return fb.successes > 0 and fb.successes > fb.failures
+
+
+def half_life(item: MemoryItem, half_life_days: float) -> float:
+    """The item's half-life: a captured episode's is EPISODE_DECAY times shorter unless it keeps helping (a past
+    session that nobody's work went better for fades; one that helps ages like any other item)."""
+    if item.captured and item.kind is MemoryKind.ATTEMPT and not keeps_helping(item):
+        return half_life_days / EPISODE_DECAY
+    return half_life_days
+
+
 def recency(item: MemoryItem, now: datetime, half_life_days: float) -> float:
-    """0.5 ** (age / half-life), age from ``updated_at``; 1.0 for an item dated after ``now``."""
+    """0.5 ** (age / half-life), age from ``updated_at``; 1.0 for an item dated after ``now`` (half-life: see
+    :func:`half_life`)."""
     age_days = max(0.0, (now - item.updated_at).total_seconds() / SECONDS_PER_DAY)
-    return float(0.5 ** (age_days / half_life_days))
+    return float(0.5 ** (age_days / half_life(item, half_life_days)))
 
 
 def outcome_weight(item: MemoryItem) -> float:
@@ -188,12 +208,15 @@ def score_hit(
     }
     factor = outcome_weight(hit.item)
     boost = PIN_BOOST if hit.item.pinned else 0.0
-    total = sum(w[name] * value for name, value in parts.items()) * factor + boost
+    # a file it names was deleted or rewritten past recognition (core.staleness): down-weighted, never dropped
+    stale = STALE_WEIGHT if hit.item.stale else 1.0
+    total = sum(w[name] * value for name, value in parts.items()) * factor * stale + boost
     breakdown = {
         **parts,
         **{f"weight_{k}": v for k, v in w.items()},
         "outcome_weight": factor,
         "pin_boost": boost,
+        "stale_weight": stale,
         "as_warning": float(is_cautionary(hit.item)),
         "learned_shift": hit.item.confidence - base_conviction,
         "outcomes": float(hit.item.feedback.uses),

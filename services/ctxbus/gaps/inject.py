@@ -19,11 +19,13 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
+from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.reply import request_injection
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import ContextInjected, RetrievalRequested, Trigger
@@ -32,9 +34,9 @@ from ctxbus.core.agent_state import AgentState, parse_state
 from ctxbus.core.deadlines import deadline_for, with_deadline
 from ctxbus.core.gap_sources import SourcePolicy, compose, plan_local
 from ctxbus.core.gaps import Gap, GapAssessment, GapPolicy, Similarity, assess_gap
-from ctxbus.gaps.result import GapResult, GapStatus, apply_injection
+from ctxbus.gaps.result import NO_BROKER, GapResult, GapStatus, apply_injection
 from ctxbus.ports import Embedder, Vector
-from ctxbus.runtime import kafka_config
+from ctxbus.runtime import NoBroker, kafka_config
 from ctxbus.settings import Settings
 
 log = structlog.get_logger("ctxbus.gaps")
@@ -141,9 +143,11 @@ async def fill_gap(
     """Detect a gap in ``state`` and, if there is one, fill it from the state's own context and the
     project's memory (asked of the running pipeline), within the configured injection budget.
 
-    ``project``/``session_id`` override the state's. Raises :class:`~ctxbus.core.gaps.StateError`
-    (bad state), :class:`GapInputError` (a gap but no project or session), :class:`GapInjectionTimeout`,
-    and :class:`~ctxbus.runtime.NoBroker` (nothing to connect to); the input is never changed.
+    ``project``/``session_id`` override the state's. With no broker to connect to (``ctxbus.runtime.NoBroker``)
+    the gap is filled from the state's own sources alone, with the whole budget (seed 000: the memory store is
+    optional); the log entry's ``memory_empty_reason`` says ``no_broker``. Raises
+    :class:`~ctxbus.core.gaps.StateError` (bad state), :class:`GapInputError` (a gap but no project or session)
+    and :class:`GapInjectionTimeout`; the input is never changed.
     """
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
@@ -167,23 +171,32 @@ async def fill_gap(
             f"a {gap.reason.value} gap was found but the state has no {' and '.join(missing)} to request with", missing
         )
     max_chars, max_tokens, count = settings.injection.max_chars, settings.injection.max_tokens, embedder.count_tokens
-    plan = plan_local(
-        parsed, gap, sources or SourcePolicy(), max_chars=max_chars, max_tokens=max_tokens, count_tokens=count
-    )
-    request = gap_request(gap, parsed, settings, max_chars=plan.memory_chars, max_tokens=plan.memory_tokens)
-    now = datetime.now(UTC)  # the request's deadline: when this call stops waiting (real time, not ``clock``)
-    request = with_deadline(request, deadline_for(now, timeout_s))
-    event = Envelope.root(request, project=project, session_id=session, producer=PRODUCER, now=now)
-    injected = await _request(settings, event, gap, timeout_s)
-    p = injected.payload
-    memory = p.context if p.item_ids else ""
+    local_policy = sources or SourcePolicy()
+    try:
+        config: KafkaClientConfig | None = kafka_config(settings)
+    except NoBroker as exc:  # seed 000: the memory store is optional; the state's own sources still answer
+        log.warning("gap_without_broker", project=project, error=str(exc))
+        config, local_policy = None, replace(local_policy, local_share=1.0)
+    plan = plan_local(parsed, gap, local_policy, max_chars=max_chars, max_tokens=max_tokens, count_tokens=count)
+    injected: Envelope[ContextInjected] | None = None
+    correlation_id: uuid.UUID | None = None
+    if config is not None:
+        request = gap_request(gap, parsed, settings, max_chars=plan.memory_chars, max_tokens=plan.memory_tokens)
+        now = datetime.now(UTC)  # the request's deadline: when this call stops waiting (real time, not ``clock``)
+        request = with_deadline(request, deadline_for(now, timeout_s))
+        event = Envelope.root(request, project=project, session_id=session, producer=PRODUCER, now=now)
+        correlation_id = event.correlation_id
+        injected = await _request(config, settings, event, gap, timeout_s)
+    item_ids = injected.payload.item_ids if injected is not None else ()
+    memory_empty = injected.payload.empty_reason if injected is not None else NO_BROKER
+    memory = injected.payload.context if injected is not None and item_ids else ""
     composed = compose(
         memory,
         plan.snippets,
         max_chars=max_chars,
         max_tokens=max_tokens,
         count_tokens=count,
-        memory_items=len(p.item_ids),
+        memory_items=len(item_ids),
     )
     duration_ms = _since(started)
     new_state, entry = apply_injection(state, gap, injected, composed, clock(), duration_ms)
@@ -196,19 +209,19 @@ async def fill_gap(
         agent=gap.agent,
         gap_reason=gap.reason.value,
         confidence=round(gap.confidence, 4),
-        correlation_id=str(event.correlation_id),
+        correlation_id=str(correlation_id) if correlation_id else None,
         target=gap.target,
-        item_ids=list(p.item_ids),
+        item_ids=list(item_ids),
         sources=entry["sources"],
         chars=entry["chars"],
         bytes=entry["bytes"],
         duration_ms=duration_ms,
-        empty_reason=p.empty_reason,
+        empty_reason=memory_empty,
     )
     if not composed.text:
-        why = f"{assessment.why}; nothing injected: {p.empty_reason}"
-    elif not p.item_ids:
-        why = f"{assessment.why}; from the state only (memory: {p.empty_reason})"
+        why = f"{assessment.why}; nothing injected: {memory_empty}"
+    elif not item_ids:
+        why = f"{assessment.why}; from the state only (memory: {memory_empty})"
     else:
         why = assessment.why
     return GapResult(
@@ -217,8 +230,8 @@ async def fill_gap(
         why,
         gap=gap,
         target=gap.target,
-        correlation_id=event.correlation_id,
-        item_ids=p.item_ids,
+        correlation_id=correlation_id,
+        item_ids=item_ids,
         context_chars=entry["chars"],
         context_bytes=entry["bytes"],
         duration_ms=duration_ms,
@@ -232,9 +245,8 @@ def _since(started: float) -> float:
 
 
 async def _request(
-    settings: Settings, event: Envelope[RetrievalRequested], gap: Gap, timeout_s: float
+    config: KafkaClientConfig, settings: Settings, event: Envelope[RetrievalRequested], gap: Gap, timeout_s: float
 ) -> Envelope[ContextInjected]:
-    config = kafka_config(settings)
     topics = Topics(settings.topic_prefix)
     try:
         return await request_injection(config, topics, event, timeout_s, client_id=PRODUCER)

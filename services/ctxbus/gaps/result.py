@@ -60,18 +60,28 @@ class GapResult:
         }
 
 
+#: why memory gave nothing when no broker could be asked (the state's own sources still fill the gap)
+NO_BROKER = "no_broker"
+
+
 def apply_injection(
     raw: Mapping[str, Any],
     gap: Gap,
-    injected: Envelope[ContextInjected],
+    injected: Envelope[ContextInjected] | None,
     composed: Composition,
     now: datetime,
     duration_ms: float,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A copy of ``raw`` with the composed context written into the gap's target (merged into a mapping
+    """A copy of ``raw`` with the composed context written into the injection's target (``injection_target``, the
+    request's as the injector echoes it; the gap's when memory was not asked) (merged into a mapping
     already there, so a handoff's other keys survive) and the log entry appended; and the entry.
-    An empty context writes nothing but the log entry."""
-    p = injected.payload
+    An empty context writes nothing but the log entry. ``injected`` None: memory was not asked (no broker),
+    the context is the state's own."""
+    item_ids: tuple[str, ...] = injected.payload.item_ids if injected is not None else ()
+    memory_empty = injected.payload.empty_reason if injected is not None else NO_BROKER
+    correlation = str(injected.correlation_id) if injected is not None else None
+    # where the context goes: the injection's own target (the request's, echoed by the injector), else the gap's
+    target = injected.payload.injection_target if injected is not None else gap.target
     state = copy.deepcopy(dict(raw))
     text = composed.text
     entry: dict[str, Any] = {
@@ -82,31 +92,31 @@ def apply_injection(
         "gap_reason": gap.reason.value,
         "reasons": [r.value for r in gap.reasons],
         "confidence": round(gap.confidence, 4),
-        "correlation_id": str(injected.correlation_id),
-        "target": gap.target,
-        "item_ids": list(p.item_ids),
+        "correlation_id": correlation,
+        "target": target,
+        "item_ids": list(item_ids),
         "sources": composed.counts(),
         "chars": len(text),
         "bytes": len(text.encode("utf-8")),
         "duration_ms": duration_ms,
-        "empty_reason": None if text else p.empty_reason,
-        "memory_empty_reason": None if p.item_ids else p.empty_reason,
+        "empty_reason": None if text else memory_empty,
+        "memory_empty_reason": None if item_ids else memory_empty,
     }
     if text:
         written = {
             "context": text,
-            "item_ids": list(p.item_ids),
+            "item_ids": list(item_ids),
             "sources": [s.to_dict() for s in composed.snippets],
             "source_counts": composed.counts(),
             "gap_id": gap.gap_id,
             "gap_reason": gap.reason.value,
             "confidence": round(gap.confidence, 4),
-            "correlation_id": str(injected.correlation_id),
+            "correlation_id": correlation,
             "injected_at": now.isoformat(),
         }
-        existing = state.get(gap.target)
+        existing = state.get(target)
         entry["replaced"] = existing is not None and not isinstance(existing, Mapping)
-        state[gap.target] = {**existing, **written} if isinstance(existing, Mapping) else written
+        state[target] = {**existing, **written} if isinstance(existing, Mapping) else written
     previous = state.get(INJECTION_LOG_KEY)
     state[INJECTION_LOG_KEY] = [*previous, entry] if isinstance(previous, list) else [entry]
     return state, entry

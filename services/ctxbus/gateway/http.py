@@ -11,7 +11,7 @@ import contextlib
 import errno
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -47,6 +47,8 @@ class Request:
 class Response:
     status: int
     body: dict[str, Any] | list[Any]
+    #: called once the response is written and the connection closed: work that must not delay the answer
+    after: Callable[[], None] | None = field(default=None, compare=False)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -168,3 +170,8 @@ class HttpServer:
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
+        if response.after is not None:  # the answer is out: now the work that waited for it
+            try:
+                response.after()
+            except Exception:
+                log.exception("gateway_after_answer_failed")

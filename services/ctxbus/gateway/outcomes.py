@@ -51,7 +51,7 @@ from ctxbus.core.hook_evidence import prompt_evidence, prompt_key, tool_evidence
 from ctxbus.core.outcome_rules import Decision, Evidence, decide
 from ctxbus.gateway import transcript_file
 from ctxbus.gateway.identity import project_of
-from ctxbus.hooks.requests import session_of
+from ctxbus.hooks.client import session_of
 
 log = structlog.get_logger("ctxbus.gateway.outcomes")
 

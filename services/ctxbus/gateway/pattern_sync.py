@@ -24,18 +24,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from ctxbus.adapters.file_refs import restamped
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import StoredReplies, send_upserts
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import CurationAction, MemoryAction, MemoryCurated
 from ctxbus.contract.topics import Topics
-from ctxbus.gateway.sync_state import Pending, SyncState
+from ctxbus.gateway.sync_state import Pending, SyncState, root_of
+from ctxbus.memory.model import MemoryItem
 
 log = structlog.get_logger("ctxbus.gateway.patterns")
 
@@ -44,6 +48,8 @@ WAIT_SHARE = 0.5
 #: how long a sync waits for the store owner's answers before giving up (it is tried again next session)
 ANSWER_TIMEOUT_S = 120.0
 SESSION_ID = "pattern-sync"
+#: the session the staleness marks travel in
+STALENESS_SESSION = "memory-staleness"
 PRODUCER = "gateway"
 
 
@@ -58,12 +64,15 @@ class PatternSync:
         patterns_file: str,
         home: Path,
         answer_timeout_s: float = ANSWER_TIMEOUT_S,
+        items_of: Callable[[str], list[MemoryItem]] | None = None,
     ) -> None:
         self._config = config
         self._topics = topics
         self._publisher = publisher
         self.state = SyncState(state_dir, patterns_file, home)
         self._answer_timeout_s = answer_timeout_s
+        #: the project's stored items (the store's owner in this process), for the staleness check; None: no check
+        self._items_of = items_of
         #: the sync in flight per project (a second SessionStart of the project joins it)
         self._running: dict[str, asyncio.Task[None]] = {}
 
@@ -111,14 +120,39 @@ class PatternSync:
         started = time.monotonic()
         try:
             pending = await asyncio.to_thread(self.state.pending, cwd, project)
-            if pending is None:
-                return
-            await self._send(project, pending, started)
+            if pending is not None:
+                await self._send(project, pending, started)
+            await self.restamp(cwd, project)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("pattern_sync_failed", project=project)
             raise
+
+    async def restamp(self, cwd: str | None, project: str) -> list[str]:
+        """Look again at the files the project's items name, and send the items whose staleness changed (a named
+        file deleted or rewritten past recognition, or back again: ctxbus.core.staleness) to the store's owner,
+        as upserts that carry the mark (so replay keeps it; what outcomes taught stays). Returns their ids."""
+        if self._items_of is None:
+            return []
+        items = await asyncio.to_thread(self._items_of, project)
+        changed = await asyncio.to_thread(restamped, items, root_of(cwd), datetime.now(UTC))
+        if changed:
+            await send_upserts(
+                self._publisher,
+                self._topics.memory_upserted,
+                changed,
+                project=project,
+                session_id=STALENESS_SESSION,
+                producer=PRODUCER,
+            )
+            log.info(
+                "memory_staleness",
+                project=project,
+                stale={i.id: i.stale for i in changed if i.stale},
+                fresh=[i.id for i in changed if not i.stale],
+            )
+        return [i.id for i in changed]
 
     async def _send(self, project: str, pending: Pending, started: float) -> dict[str, Any]:
         bad = [str(e) for e in pending.parsed.errors] if pending.parsed else [str(pending.unreadable)]

@@ -28,6 +28,7 @@ from ctxbus.contract.payloads import OutcomeRecorded, RetrievalRequested
 from ctxbus.contract.topics import Topics
 from ctxbus.core.deadlines import EXPIRED, with_deadline
 from ctxbus.core.hook_evidence import TOOL_EVENTS
+from ctxbus.gateway.capture import SessionCapture
 from ctxbus.gateway.deadline import HookWait
 from ctxbus.gateway.hook_input import clean_strings, event_of, parse_object
 from ctxbus.gateway.http import HttpError, Request, Response
@@ -36,9 +37,11 @@ from ctxbus.gateway.library import LibraryRoutes
 from ctxbus.gateway.memory_routes import MemoryRoutes
 from ctxbus.gateway.outcomes import OutcomeTracker
 from ctxbus.gateway.pattern_sync import PatternSync
-from ctxbus.hooks import fallback
-from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for, session_of
+from ctxbus.hooks import fallback, spool
+from ctxbus.hooks.client import session_of
+from ctxbus.hooks.requests import CONTEXT_EVENTS, OUTCOME_EVENTS, HookInputError, hook_output, request_for
 from ctxbus.observability import Metrics
+from ctxbus.redact.default import redact_strings
 from ctxbus.settings import HookSettings
 
 log = structlog.get_logger("ctxbus.gateway")
@@ -49,6 +52,10 @@ TIMEOUT_HEADER = "x-ctxbus-timeout-ms"
 EVENT_HEADER = "x-ctxbus-hook-event"
 #: part of a hook's budget kept for the file fallback and the way back
 FALLBACK_RESERVE_S = 0.3
+#: hook input fields that are paths or ids, never redacted (a path that looks like a secret is still the path)
+HOOK_FIELDS_KEPT = frozenset(
+    {"session_id", "transcript_path", "cwd", "hook_event_name", "tool_use_id", "file_path", "notebook_path", "path"}
+)
 #: at most this long for publishing a prompt's feedback outcome before its retrieval request goes out
 FEEDBACK_PUBLISH_S = 0.25
 
@@ -66,10 +73,22 @@ class HookGateway:
         patterns: PatternSync | None = None,
         warm: Callable[[RetrievalRequested], None] | None = None,
         memory: MemoryRoutes | None = None,
+        capture: SessionCapture | None = None,
+        data_dir: Path | None = None,
+        on_spooled: Callable[[], None] | None = None,
+        session_ended: Callable[[str], None] | None = None,
     ) -> None:
         """``warm``: embeds a request's query ahead of the retriever (blocking; run in a worker thread while the
-        request is published and crosses the bus), when the retriever runs in this process."""
+        request is published and crosses the bus), when the retriever runs in this process. ``data_dir``: where
+        a fallback answer is spooled for the bus (``ctxbus.hooks.spool``; None: not recorded), ``on_spooled``
+        tells the shipper one was. ``session_ended``: told a SessionEnd's session (the retriever of this process
+        forgets its task classifications)."""
+        self._session_ended = session_ended
+        self._data_dir = data_dir
+        self._on_spooled = on_spooled
         self._warm = warm
+        #: session capture, handed the hook input once its answer is written (None: CTXBUS_CAPTURE=off)
+        self._capture = capture
         self._warming: set[asyncio.Task[None]] = set()
         self._library = library
         self._memory = memory
@@ -103,6 +122,8 @@ class HookGateway:
             raise HttpError(405, "POST hook input JSON to /v1/hooks")
         hook_input = parse_object(request.body, "hook input")
         clean_strings(hook_input)  # a lone surrogate is replaced, never the reason for an empty context
+        # the first door: no secret or <private> span goes further (docs/privacy.md); paths and ids stay as they are
+        redact_strings(hook_input, HOOK_FIELDS_KEPT)
         event = event_of(hook_input, request.headers.get(EVENT_HEADER))
         if event is None:
             raise HttpError(400, "hook input has no hook_event_name")
@@ -130,6 +151,9 @@ class HookGateway:
                 outcome = "ignored"
         self._metrics.gateway_requests.labels(event, outcome).inc()
         self._metrics.gateway_seconds.labels(event).observe(time.perf_counter() - started)
+        capture = self._capture
+        if capture is not None and self._settings.enabled and identity.project is not None and capture.wants(event):
+            return Response(200, body, after=lambda: capture.after_answer(event, hook_input))
         return Response(200, body)
 
     def _budget(self, request: Request) -> float:
@@ -164,18 +188,18 @@ class HookGateway:
             injected = await self._router.wait(request.correlation_id, wait.left())
         except TimeoutError:
             log.warning("hook_timeout", project=project, correlation_id=str(request.correlation_id))
-            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "timeout_fallback"
+            return self._fallback(event, hook_input, request, "timeout_fallback")
         except KafkaError as exc:
             log.warning("hook_bus_error", project=project, error=repr(exc))
-            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "bus_error_fallback"
+            return self._fallback(event, hook_input, request, "bus_error_fallback")
         except RecordTooLarge as exc:  # not sent: the pattern file answers at once
             log.warning("hook_request_too_large", project=project, bytes=exc.size, limit=exc.limit)
-            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "oversize_fallback"
+            return self._fallback(event, hook_input, request, "oversize_fallback")
         finally:
             self._router.forget(request.correlation_id)
         if injected.payload.empty_reason == EXPIRED:  # the pipeline was too late for it: the pattern file answers
             log.warning("hook_expired", project=project, correlation_id=str(request.correlation_id))
-            return hook_output(event, self._file_fallback(cwd), self._settings.max_chars), "expired_fallback"
+            return self._fallback(event, hook_input, request, "expired_fallback")
         context = injected.payload.context
         if not context and self._patterns is not None and event == "SessionStart":  # not in the store (yet)
             context = self._file_fallback(cwd)
@@ -202,18 +226,56 @@ class HookGateway:
         if not task.cancelled() and task.exception() is not None:
             log.warning("query_warm_failed", error=repr(task.exception()))
 
-    def _file_fallback(self, cwd: str | None) -> str:
-        if cwd is None:  # the client named the project but no directory: no pattern file to read
-            return ""
+    def _fallback_threshold(self) -> float | None:
         # the confidence floor of the retrieval does not apply to pattern files unless set explicitly
         explicit = "min_confidence" in self._settings.model_fields_set
-        return fallback.context_for_cwd(
+        return self._settings.min_confidence if explicit else None
+
+    def _file_answer(self, cwd: str | None) -> fallback.InjectorOutput | None:
+        if cwd is None:  # the client named the project but no directory: no pattern file to read
+            return None
+        return fallback.answer_for_cwd(
             cwd,
             max_patterns=self._settings.max_patterns,
-            min_confidence=self._settings.min_confidence if explicit else None,
+            min_confidence=self._fallback_threshold(),
             patterns_file=self._settings.patterns_file,
             home=Path.home(),
         )
+
+    def _file_fallback(self, cwd: str | None) -> str:
+        answer = self._file_answer(cwd)
+        return answer["patterns_context"] if answer is not None else ""
+
+    def _fallback(
+        self, event: str, hook_input: dict[str, Any], request: Envelope[RetrievalRequested], why: str
+    ) -> tuple[dict[str, Any], str]:
+        """The pattern file's answer to a request the pipeline did not answer, spooled for the bus
+        (``ctxbus.hooks.spool``: the shipper publishes it as ``context.injected`` once the bus takes it)."""
+        cwd = hook_input.get("cwd") if isinstance(hook_input.get("cwd"), str) else None
+        answer = self._file_answer(cwd)
+        context = answer["patterns_context"] if answer is not None else ""
+        if self._data_dir is not None:
+            entry = spool.fallback_record(
+                project=request.project,
+                session_id=request.session_id,
+                hook_event=event,
+                source=spool.GATEWAY_FILE,
+                why=why,
+                context=context[: self._settings.max_chars],
+                pattern_count=answer["pattern_count"] if answer is not None else 0,
+                retrieval_ms=answer["retrieval_ms"] if answer is not None else 0,
+                min_confidence=self._fallback_threshold(),
+                correlation_id=str(request.correlation_id),
+                causation_id=str(request.event_id),
+            )
+            try:
+                if spool.record(str(self._data_dir), entry) is None:
+                    log.warning("fallback_spool_full", limit=spool.MAX_SPOOLED)
+                elif self._on_spooled is not None:
+                    self._on_spooled()
+            except OSError as exc:  # the hook still gets its answer
+                log.warning("fallback_spool_failed", error=repr(exc))
+        return hook_output(event, context, self._settings.max_chars), why
 
     async def _before_context(self, event: str, hook_input: dict[str, Any], budget_s: float) -> None:
         """SessionStart marks where the session's transcript starts; a prompt may carry feedback on the
@@ -229,6 +291,8 @@ class HookGateway:
             log.exception("outcome_inference_failed", hook_event=event)
 
     async def _outcome(self, event: str, hook_input: dict[str, Any], budget_s: float) -> str:
+        if event == "SessionEnd" and self._session_ended is not None:
+            self._session_ended(session_of(hook_input))
         if self._outcomes is not None:
             if event == "Stop":
                 return await self._outcomes.stop(hook_input, budget_s)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxbus.adapters.file_refs import with_files
 from ctxbus.hooks.fallback import HOME_PATTERNS
 from ctxbus.hooks.project import git_root
 from ctxbus.memory.model import MemoryItem
@@ -66,6 +67,12 @@ class Pending:
         return [*(self.parsed.items if self.parsed else ()), *(self.plan.items if self.plan else ())]
 
 
+def root_of(cwd: str | None) -> Path:
+    """The repository root of ``cwd`` (the directory itself outside a repository)."""
+    base = cwd or str(Path.cwd())
+    return Path(git_root(base) or base)
+
+
 class SyncState:
     """A data directory's sync state: which files a project's sync reads and what the last sync recorded."""
 
@@ -104,9 +111,9 @@ class SyncState:
         tmp.replace(path)
 
     def pending(self, cwd: str | None, project: str) -> Pending | None:
-        """What there is to sync for the project at ``cwd``: None when no file exists or nothing changed."""
-        base = cwd or str(Path.cwd())
-        root = Path(git_root(base) or base)
+        """What there is to sync for the project at ``cwd``: None when no file exists or nothing changed. The
+        items name the repository's files they mention, with their hashes (what staleness checks later)."""
+        root = root_of(cwd)
         project_file = root / self.patterns_file
         docs = find_project_docs(root)
         digest = files_digest(project_file, self.home_file, root, docs)
@@ -121,8 +128,10 @@ class SyncState:
         previous: dict[str, list[str]] = recorded if isinstance(recorded, dict) else {}
         retired = set(state.get("retired") or ())
         plan = plan_docs(parsed_docs, previous, retired)
+        plan = replace(plan, items=with_files(plan.items, root), returning=with_files(plan.returning, root))
         try:
             parsed = merge_pattern_files(project_file, self.home_file, project=project)
+            parsed = replace(parsed, items=with_files(parsed.items, root))
         except PatternFileError as exc:
             return Pending(project_file, self.home_file, digest, None, str(exc), parsed_docs, plan)
         return Pending(project_file, self.home_file, digest, parsed, None, parsed_docs, plan)

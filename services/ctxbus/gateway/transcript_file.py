@@ -9,11 +9,13 @@ Stop can have read. Reads are bounded: at most ``MAX_READ_BYTES`` from the end.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
-from ctxbus.core.outcome_rules import Evidence
+from ctxbus.core.outcome_rules import AssistantReport, CheckRun, Evidence, Feedback
 from ctxbus.core.transcript import evidence_in, last_turn_start, parse_lines
+from ctxbus.redact.default import redact_text
 
 #: the most of a transcript one read takes (from its end); a longer increment loses its oldest lines
 MAX_READ_BYTES = 8_000_000
@@ -72,10 +74,21 @@ def read_since(path: str | None, cursor: int | None, calls: dict[str, str] | Non
     if not exact:
         entries = entries[last_turn_start(entries) :]
     calls = {} if calls is None else calls
-    evidence = evidence_in(entries, calls=calls)
+    evidence = [redacted(e) for e in evidence_in(entries, calls=calls)]
     for stale in list(calls)[:-MAX_OPEN_CALLS]:
         del calls[stale]
     return TranscriptRead(evidence, start + end, partial=skipped or not exact)
+
+
+def redacted(evidence: Evidence) -> Evidence:
+    """Evidence with the text it took from the transcript redacted (a command, a check's output, someone's words):
+    what the gateway keeps, publishes as outcome notes or captures holds no secret (docs/privacy.md). The evidence
+    is small; redacting it costs far less than redacting the transcript it came from."""
+    if isinstance(evidence, CheckRun):
+        return dataclasses.replace(evidence, command=redact_text(evidence.command), detail=redact_text(evidence.detail))
+    if isinstance(evidence, Feedback | AssistantReport):
+        return dataclasses.replace(evidence, phrase=redact_text(evidence.phrase))
+    return evidence
 
 
 def has_answer(path: str | None) -> bool:

@@ -30,6 +30,7 @@ EVENTS = {
     "stop": "Stop",
     "post-tool-use": "PostToolUse",
     "post-tool-use-failure": "PostToolUseFailure",
+    "pre-compact": "PreCompact",
 }
 CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 DEFAULT_TIMEOUT_MS = 2_000
@@ -111,23 +112,72 @@ def site_packages() -> None:
         site.main()
 
 
-def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> str:
-    """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach)."""
+#: the session of a hook input that names none (the gateway's too: ``ctxbus.hooks.requests``)
+UNKNOWN_SESSION = "unknown-session"
+
+
+def session_of(hook_input: dict[str, Any]) -> str:
+    """The hook input's session id (stripped, at most 500 characters), else UNKNOWN_SESSION."""
+    session = hook_input.get("session_id")
+    return session.strip()[:500] if isinstance(session, str) and session.strip() else UNKNOWN_SESSION
+
+
+def fallback_context(hook_input: dict[str, Any], env: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """The learned-pattern file injector (imports pydantic: only when the gateway is out of reach): the context,
+    and what ``spool_answer`` records of it (count, timing, the confidence floor it was read with)."""
     from pathlib import Path  # noqa: PLC0415
 
     site_packages()
 
-    from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, context_for_cwd  # noqa: PLC0415
+    from ctxbus.hooks.fallback import DEFAULT_MAX_PATTERNS, answer_for_cwd  # noqa: PLC0415
 
     raw_cwd = hook_input.get("cwd")
     explicit = env.get("CTXBUS_HOOK_MIN_CONFIDENCE")
-    return context_for_cwd(
+    threshold = _float(explicit, 0.0) if explicit else None
+    answer = answer_for_cwd(
         raw_cwd if isinstance(raw_cwd, str) else None,
         max_patterns=_int(env.get("CTXBUS_HOOK_MAX_PATTERNS"), DEFAULT_MAX_PATTERNS),
-        min_confidence=_float(explicit, 0.0) if explicit else None,
+        min_confidence=threshold,
         patterns_file=env.get("CTXBUS_HOOK_PATTERNS_FILE") or ".claude/learned_patterns.json",
         home=Path.home(),
     )
+    facts = {"pattern_count": answer["pattern_count"], "retrieval_ms": answer["retrieval_ms"], "threshold": threshold}
+    return answer["patterns_context"][:MAX_CONTEXT_CHARS], facts
+
+
+def spool_answer(
+    hook_input: dict[str, Any],
+    env: dict[str, str],
+    event: str,
+    why: str,
+    context: str,
+    *,
+    pattern_count: int,
+    retrieval_ms: int,
+    threshold: float | None,
+) -> None:
+    """Record a fallback answer for the bus (``ctxbus.hooks.spool``; the gateway ships it when it is back, and the
+    dashboard counts it then), under the project the gateway would have given it."""
+    from ctxbus.hooks import spool  # noqa: PLC0415
+    from ctxbus.hooks.project import project_for, shorten_project  # noqa: PLC0415
+
+    named = env.get("CTXBUS_PROJECT", "").strip()
+    raw_cwd = hook_input.get("cwd")
+    cwd = raw_cwd if isinstance(raw_cwd, str) and os.path.isabs(raw_cwd) else os.getcwd()
+    project = shorten_project(named) if named else project_for(cwd, env={})
+    entry = spool.fallback_record(
+        project=project,
+        session_id=session_of(hook_input),
+        hook_event=event,
+        source=spool.CLIENT_FILE,
+        why=why,
+        context=context,
+        pattern_count=pattern_count,
+        retrieval_ms=retrieval_ms,
+        min_confidence=threshold,
+    )
+    if spool.record(data_dir(env), entry) is None:
+        log(env, "fallback_spool_full", hook=event, limit=spool.MAX_SPOOLED)
 
 
 def _int(value: str | None, default: int) -> int:
@@ -188,9 +238,11 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
         emitter.emit_raw(answer)
         return
     except GatewayRefused as exc:
-        log(env, "gateway_refused", hook=slug, status=exc.status, error=exc.detail)
+        why = "gateway_refused"
+        log(env, why, hook=slug, status=exc.status, error=exc.detail)
     except (OSError, ValueError) as exc:
-        log(env, "gateway_unreachable", hook=slug, error=repr(exc), ms=round((time.monotonic() - started) * 1000))
+        why = "gateway_unreachable"
+        log(env, why, hook=slug, error=repr(exc), ms=round((time.monotonic() - started) * 1000))
     if event not in CONTEXT_EVENTS:
         emitter.emit({})
         return
@@ -200,13 +252,19 @@ def run(slug: str, stdin: bytes, env: dict[str, str], emitter: Emitter, started:
         log(env, "hook_input_invalid", hook=slug, error=str(exc), bytes=len(stdin))
         emitter.emit_raw(empty_output(event))
         return
+    facts: dict[str, Any] | None = None
     try:
-        context = fallback_context(hook_input, env)
+        context, facts = fallback_context(hook_input, env)
     except Exception as exc:  # the hook must answer whatever the fallback does
         log(env, "fallback_failed", hook=slug, error=repr(exc))
         context = ""
     log(env, "fallback_answered", hook=slug, chars=len(context))
-    emitter.emit(output_for(event, context))
+    emitter.emit(output_for(event, context))  # the answer first; then it is recorded for the bus
+    if facts is not None:
+        try:
+            spool_answer(hook_input, env, event, why, context, **facts)
+        except (OSError, ValueError) as exc:  # the hook has answered all the same
+            log(env, "fallback_spool_failed", hook=slug, error=repr(exc))
 
 
 def main(argv: list[str]) -> int:

@@ -52,20 +52,27 @@ def format_patterns_markdown(patterns: list[MemoryItem], max_patterns: int) -> s
     return "\n".join(lines)
 
 
-def context_for_cwd(
+def answer_for_cwd(
     cwd: str | None, *, max_patterns: int, min_confidence: float | None, patterns_file: str, home: Path
-) -> str:
+) -> InjectorOutput:
     """What a hook injects from the pattern files when the bus cannot answer (the gateway's and the client's
-    fallback alike). ``min_confidence`` None: seed 002's default (0.7)."""
+    fallback alike), with the contract's count and timing. ``min_confidence`` None: seed 002's default (0.7)."""
     from ctxbus.hooks.project import git_root  # noqa: PLC0415
 
     base = cwd or str(Path.cwd())
     request: dict[str, Any] = {"max_patterns": max_patterns}
     if min_confidence is not None:
         request["min_confidence"] = min_confidence
-    return inject(request, project_root=Path(git_root(base) or base), patterns_file=patterns_file, home=home)[
-        "patterns_context"
-    ]
+    return inject(request, project_root=Path(git_root(base) or base), patterns_file=patterns_file, home=home)
+
+
+def context_for_cwd(
+    cwd: str | None, *, max_patterns: int, min_confidence: float | None, patterns_file: str, home: Path
+) -> str:
+    """``answer_for_cwd``'s context alone."""
+    return answer_for_cwd(
+        cwd, max_patterns=max_patterns, min_confidence=min_confidence, patterns_file=patterns_file, home=home
+    )["patterns_context"]
 
 
 def _number(value: Any, default: float, low: float, high: float) -> float:

@@ -99,6 +99,21 @@ def configured_project(root: str) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+def capture_allowed(cwd: str | None) -> bool:
+    """Whether the repository at ``cwd`` allows session capture: not when its ``.claude/ctxbus.json`` says
+    ``"capture": false`` (an unreadable file allows it: the global switch is CTXBUS_CAPTURE)."""
+    if not cwd:
+        return True
+    base = os.path.abspath(cwd)
+    root = git_root(base) or base
+    try:
+        with open(os.path.join(root, CONFIG_FILE), encoding="utf-8") as fh:
+            value = json.load(fh)
+    except (OSError, ValueError):
+        return True
+    return not (isinstance(value, dict) and value.get("capture") is False)
+
+
 def shorten_project(project: str) -> str:
     """``project`` itself when it fits MAX_PROJECT_CHARS, else its head, "...", its tail and a hash of the whole:
     readable at both ends, and distinct for distinct ids."""

@@ -16,16 +16,10 @@ CONTEXT_EVENTS: dict[str, Trigger] = {
 #: hook events that end a turn or a session: the outcome inference may publish then
 OUTCOME_EVENTS = ("Stop", "SessionEnd")
 AGENT_NAME = "claude-code"
-UNKNOWN_SESSION = "unknown-session"
 
 
 class HookInputError(ValueError):
     """Hook input ctxbus cannot use (the hook still answers, with an empty context)."""
-
-
-def session_of(hook_input: dict[str, Any]) -> str:
-    session = hook_input.get("session_id")
-    return session.strip()[:500] if isinstance(session, str) and session.strip() else UNKNOWN_SESSION
 
 
 def request_for(hook_input: dict[str, Any], settings: HookSettings) -> RetrievalRequested:

@@ -19,14 +19,17 @@ HOOKED_EVENTS = {
     "SessionEnd": "session-end",
     "Stop": "stop",
     "PostToolUse": "post-tool-use",
+    "PreCompact": "pre-compact",
 }
 #: installed only when asked: a Claude Code that does not know an event rejects the whole settings file
 OPTIONAL_EVENTS = {"PostToolUseFailure": "post-tool-use-failure"}
-#: tool events run for Bash only (the outcome inference reads test and build commands)
-MATCHERS = {"PostToolUse": "Bash", "PostToolUseFailure": "Bash"}
+#: tool events run for Bash (the outcome inference reads test and build commands) and the file-changing tools
+#: (session capture reads which files a fix changed: ctxbus.capture)
+TOOL_MATCHER = "Bash|Edit|Write|MultiEdit"
+MATCHERS = {"PostToolUse": TOOL_MATCHER, "PostToolUseFailure": TOOL_MATCHER}
 _OURS = re.compile(
     r"((^|[/\s\"'])ctxbus(\.exe)?[\"']?\s+hook|ctxbus[/\\]hooks[/\\]launch\.py[\"']?)\s+"
-    r"(user-prompt-submit|session-start|session-end|stop|post-tool-use-failure|post-tool-use)\b"
+    r"(user-prompt-submit|session-start|session-end|stop|pre-compact|post-tool-use-failure|post-tool-use)\b"
 )
 
 _OUR_URL = re.compile(r"^http://(127\.0\.0\.1|localhost|\[::1\]):\d{1,5}/v1/hooks$")

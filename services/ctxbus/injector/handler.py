@@ -28,12 +28,20 @@ from ctxbus.contract.payloads import (
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.core.assemble import Assembly, assemble
-from ctxbus.core.budget import WHOLE_BUDGET, BudgetPlan, budget_plan, profile_from
+from ctxbus.core.budget import WHOLE_BUDGET, BudgetPlan, budget_plan, profile_from, tier_of
+from ctxbus.core.fingerprint import (
+    ContextFingerprint,
+    as_injected,
+    compression_kept,
+    decode_components,
+    encode_components,
+)
 from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.precontext import PreContextPolicy, build_precontext
 from ctxbus.core.prime import TaskContext, prime_document, to_json
 from ctxbus.core.profiles import InvalidOverride, UnknownProfile
 from ctxbus.core.ranked_items import to_ranked_hit
+from ctxbus.core.ranking import RankedHit
 from ctxbus.core.sections import SUGGESTED_APPROACH
 from ctxbus.core.tokens import estimate_tokens
 from ctxbus.injector.attempts import PRECONTEXT_TRIGGERS
@@ -118,14 +126,33 @@ class InjectorHandler:
             return WHOLE_BUDGET
         return budget_plan(plan)
 
-    def _prime(self, completed: RetrievalCompleted, result: Assembly, text: str, empty_reason: str | None) -> str:
+    def _fingerprint(
+        self, completed: RetrievalCompleted, hits: Sequence[RankedHit], result: Assembly, tokens: int
+    ) -> ContextFingerprint:
+        """Seed 004's fingerprint of the context as injected: the retrieval's with the items, tokens, tiers,
+        compression and tags of what the budget let in (``ctxbus.core.fingerprint.as_injected``)."""
+        by_key = {(h.item.project, h.item.id): h for h in hits}
+        chosen = [by_key[(i.project, i.id)] for i in result.items if (i.project, i.id) in by_key]
+        kept = sum(self._count_tokens(i.embedding_text()) for i in result.items)
+        whole = sum(self._count_tokens(h.item.embedding_text()) for h in chosen)
+        return as_injected(
+            decode_components(completed.fingerprint_components),
+            result.items,
+            [tier_of(h, completed.request.task_id) for h in chosen],
+            tokens=tokens,
+            compression_ratio=compression_kept(kept, whole),
+        )
+
+    def _prime(
+        self, completed: RetrievalCompleted, result: Assembly, text: str, empty_reason: str | None, fingerprint: str
+    ) -> str:
         """Seed 001's prime_context document for the items this injection holds."""
         task = TaskContext(
             task_type=completed.task_type.value if completed.task_type else None,
             task_type_confidence=completed.task_type_confidence,
             domain=completed.domain or completed.request.domain,
             profile=completed.profile,
-            fingerprint=completed.fingerprint,
+            fingerprint=fingerprint,
         )
         scores = {(i.project, i.id): i.score for i in completed.items}
         document = prime_document(
@@ -175,6 +202,8 @@ class InjectorHandler:
         empty_reason = None
         if not text:
             empty_reason = completed.empty_reason or result.empty_reason
+        token_estimate = self._count_tokens(text)
+        mix = self._fingerprint(completed, hits, result, token_estimate)
         injected = ContextInjected(
             context_source=(
                 ContextSource.RAG_QUERY
@@ -193,7 +222,7 @@ class InjectorHandler:
             trigger=request.trigger,
             context=text,
             context_chars=len(text),
-            token_estimate=self._count_tokens(text),
+            token_estimate=token_estimate,
             item_ids=tuple(result.item_ids),
             injection_target=request.injection_target,
             truncated=result.shortened,
@@ -201,9 +230,11 @@ class InjectorHandler:
             assembly_duration_ms=round(elapsed_ms, 3),
             request_emitted_at=completed.request_emitted_at,
             suggested_approach=result.approach.text,
-            prime=self._prime(completed, result, text, empty_reason) if request.prime else None,
+            prime=self._prime(completed, result, text, empty_reason, mix.hash) if request.prime else None,
             task_id=request.task_id,
             global_item_ids=tuple(i.id for i in result.items if i.project == GLOBAL_PROJECT),
+            fingerprint=mix.hash,
+            fingerprint_components=encode_components(mix.components),
         )
         out = event.caused(injected, producer=SERVICE, now=self._clock())
         log.info(

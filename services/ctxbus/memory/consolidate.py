@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from ctxbus.memory.model import FileRef, MemoryItem
 
-#: conviction a captured item starts with (an imported item's default is 0.5: a capture earns its place)
-CAPTURED_CONFIDENCE = 0.35
+#: conviction a captured item starts with: below an imported item's default (0.5), above the hooks' floor
+#: (CTXBUS_HOOK_MIN_CONFIDENCE, 0.4), so it is injected from the start and earns or loses its place through outcomes
+CAPTURED_CONFIDENCE = 0.45
 #: conviction gained per repeat from another session
 REPEAT_STEP = 0.05
 #: the most conviction repeats alone can give a captured item (outcomes may move it further)

@@ -36,6 +36,26 @@ from ctxbus.memory.consolidate import consolidated, is_repeat, merged_files, rep
 from ctxbus.memory.model import MemoryItem
 from ctxbus.memory.near_copies import DEFAULT_NEAR_DUPLICATE, near_duplicates
 from ctxbus.ports import Embedder, SearchMode, SearchQuery, Vector, VectorStore
+from ctxbus.redact.default import redact_text
+
+#: the text fields of an item that may hold what a person wrote
+TEXT_FIELDS = ("title", "content", "source", "example_reference", "key_insight", "lesson_learned", "mitigation")
+
+
+def redact_item(item: MemoryItem) -> MemoryItem:
+    """``item`` with secrets and ``<private>`` spans out of its text fields and tags (the same item when none)."""
+    update: dict[str, object] = {}
+    for name in TEXT_FIELDS:
+        value = getattr(item, name)
+        if isinstance(value, str) and value:
+            cleaned = redact_text(value)
+            if cleaned != value:
+                update[name] = cleaned
+    tags = tuple(redact_text(t) for t in item.tags)
+    if tags != item.tags:
+        update["tags"] = tags
+    return item.model_copy(update=update) if update else item
+
 
 #: stored neighbours looked at when placing an item in a cluster
 CLUSTER_NEIGHBOURS = 10
@@ -288,6 +308,7 @@ def ingest(
     """
     if not items:
         return IngestReport(results=(), projects=())
+    items = [redact_item(item) for item in items]  # the store's door: no secret is embedded or stored
     if near_duplicate is not None and not 0.0 < near_duplicate <= 1.0:
         raise ValueError(f"near_duplicate must be in (0, 1], got {near_duplicate}")
     run = _Ingest(embedder, store, near_duplicate)

@@ -218,6 +218,7 @@ def injected_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) 
         float(p["retrieval_duration_ms"]),
         p.get("task_id"),
         tuple(p.get("global_item_ids") or ()),
+        p.get("fingerprint"),
     )
 
 

@@ -101,6 +101,8 @@ class InjectedFact(NamedTuple):
     task_id: str | None = None
     #: which of ``item_ids`` are global-scope items (the others are the envelope project's)
     global_item_ids: tuple[str, ...] = ()
+    #: the fingerprint of the context as injected (schema v4 on; None before)
+    fingerprint: str | None = None
 
 
 class OutcomeFact(NamedTuple):

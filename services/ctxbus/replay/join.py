@@ -109,6 +109,10 @@ class Chain:
 
     @property
     def fingerprint(self) -> str | None:
+        """The injected context's fingerprint (what outcomes are correlated with), else the retrieval's (events
+        written before the injected event carried one)."""
+        if self.injected is not None and self.injected.fingerprint:
+            return self.injected.fingerprint
         return self.completed.fingerprint if self.completed is not None else None
 
     @property

@@ -133,6 +133,11 @@ class RetrieverHandler:
         self._classifier = classifier
         self._classifications = classifications or SessionClassificationCache()
 
+    def forget_session(self, session_id: str) -> int:
+        """Forget the task types classified for an ended session (the gateway calls it at SessionEnd): its prompts
+        will not come again, and its entries would crowd live sessions out of the bounded cache; how many."""
+        return self._classifications.forget_session(session_id)
+
     def searching(self) -> RetrieverHandler:
         """This retriever for search results (``Memory.search``): every near copy is listed, none collapsed."""
         twin = copy.copy(self)

@@ -97,6 +97,10 @@ PINNED: dict[int, tuple[str, str]] = {
         "ac15f42c08e92d32cd1eeb393a7a8621c97f91b9b440070cd578156e0b3a4bb4",
         "847999d200568e4348ff55ea892ed55880643a0531fd3dba88935b29ef94909a",
     ),
+    19: (
+        "a1baa6cec840b8cfaec87e29e748ddc47fcc1d6987117ae95fd0e7ae4625e964",
+        "e4acb9cb0007eacf5c2fb07065376d90ca87e095dd0e5d0dcfb0c2a5130c363e",
+    ),
 }
 
 

@@ -137,3 +137,32 @@ def test_store_side_item_fields_never_travel() -> None:
     (decoded,) = de(ser(event)).payload.items  # type: ignore[union-attr]
     assert decoded.cluster_id is None and decoded.feedback == Feedback()
     assert decoded.model_dump(exclude={"cluster_id", "feedback"}) == item.model_dump(exclude={"cluster_id", "feedback"})
+
+
+def test_the_publishers_scrub_redacts_the_payload_and_never_the_envelope(
+    request_event: Envelope[RetrievalRequested],
+) -> None:
+    from ctxbus.redact.default import redact_strings
+
+    secret = "ghp_" + "a1B2" * 9
+    event = request_event.model_copy(
+        update={
+            "payload": request_event.payload.model_copy(update={"prompt": f"push with {secret} <private>x</private>"})
+        }
+    )
+    decoded = EventDeserializer()(EventSerializer(scrub=redact_strings)(event))
+    assert decoded.payload.prompt == "push with [REDACTED:github-token] [private]"  # type: ignore[union-attr]
+    assert decoded.model_dump(exclude={"payload"}) == event.model_dump(exclude={"payload"})
+    assert secret.encode() not in EventSerializer(scrub=redact_strings)(event)
+    assert secret.encode() in EventSerializer()(event)  # no scrub: as it was
+
+
+def test_the_publisher_keeps_ids_as_they_are() -> None:
+    from ctxbus.adapters.kafka.publisher import scrub_payload
+
+    payload = {"task_id": "AKIAIOSFODNN7EXAMPLE", "validation_errors": ["key AKIAIOSFODNN7EXAMPLE refused"]}
+    scrub_payload(payload)
+    assert payload == {
+        "task_id": "AKIAIOSFODNN7EXAMPLE",
+        "validation_errors": ["key [REDACTED:aws-access-key] refused"],
+    }

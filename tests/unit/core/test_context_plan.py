@@ -38,7 +38,7 @@ def test_the_task_type_orders_the_context_but_does_not_change_what_is_in_it() ->
     candidates = [
         SearchHit(item("why", "pattern"), 0.80),
         SearchHit(item("rule", "pattern"), 0.78),
-        SearchHit(item("near", "decision"), 0.75),  # wanted by a refactoring, within 10 % of the two above
+        SearchHit(item("near", "principle"), 0.75),  # wanted by a refactoring, within 10 % of the two above
     ]
     assert planned(candidates, TaskType.GENERAL, 2) == ["why", "rule"]
     assert planned(candidates, TaskType.REFACTOR, 2) == ["why", "rule"]

@@ -163,7 +163,7 @@ def test_an_empty_state_has_nothing_of_its_own_and_the_input_is_untouched() -> N
     [
         ({"max_items": 0}, "max_items must be at least 1"),
         ({"local_share": 0.0}, "local_share must be in"),
-        ({"local_share": 1.0}, "local_share must be in"),
+        ({"local_share": 1.5}, "local_share must be in"),
         ({"min_relevance": 1.5}, "min_relevance must be in"),
         ({"max_item_chars": 10}, "max_item_chars must be at least 20"),
     ],

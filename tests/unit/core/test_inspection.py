@@ -92,3 +92,36 @@ def test_the_store_keeps_the_latest_chains_only() -> None:
     assert store.get(str(chains[0][0].correlation_id)) is None
     latest = store.get(str(chains[2][0].correlation_id))
     assert latest is not None and latest["missing"] == []
+
+
+def test_the_injection_says_its_source_confidence_floor_and_fingerprint() -> None:
+    """Issue 25: ``min_confidence_threshold`` was only echoed; the inspector (dashboard, ``replay
+    --correlation-id``) shows it, with the source and the injected context's fingerprint."""
+    done, injected = chain()
+    payload = injected.payload.model_copy(
+        update={"min_confidence_threshold": 0.5, "fingerprint": "0123abcd", "context_source": ContextSource.NONE}
+    )
+    doc = inspect_chain(str(done.correlation_id), done, injected.model_copy(update={"payload": payload}))
+    part = doc["injection"]
+    assert (part["min_confidence"], part["fingerprint"], part["source"]) == (0.5, "0123abcd", "none")
+    assert "source none, min confidence 0.50, fingerprint 0123abcd" in render_text(doc)
+
+
+def test_the_text_names_why_a_chain_is_empty_its_notices_and_the_near_copies_left_out() -> None:
+    done, injected = chain(context="")
+    items = (done.payload.items[0].model_copy(update={"collapsed_ids": ("a2", "a3")}),)
+    completed = done.model_copy(
+        update={
+            "payload": done.payload.model_copy(
+                update={"items": items, "empty_reason": "nothing_relevant_enough", "notices": ("query_truncated",)}
+            )
+        }
+    )
+    empty = injected.model_copy(
+        update={"payload": injected.payload.model_copy(update={"item_ids": (), "empty_reason": "budget_too_small"})}
+    )
+    text = render_text(inspect_chain(str(done.correlation_id), completed, empty))
+    assert "nothing retrieved: nothing_relevant_enough" in text and "notice: query_truncated" in text
+    assert "near copies left out: a2, a3" in text and "empty: budget_too_small" in text
+    only_injected = render_text(inspect_chain("c", None, empty))
+    assert "retrieval: not read (the retrieval-completed event is missing)" in only_injected

@@ -78,3 +78,12 @@ def test_a_session_change_says_how_much_its_outcome_moved_each_items_conviction(
     assert conviction_move(failed_twice, "unknown") == (learned_conviction(failed_twice),) * 2
     pinned = failed_twice.model_copy(update={"pinned": True})
     assert conviction_move(pinned, "failed") == (0.6, 0.6)  # a pinned item is never lowered
+
+
+def test_an_item_naming_a_deleted_file_is_stale_listed_with_why_and_still_live() -> None:
+    marked = ITEMS[0].model_copy(update={"stale": "deleted: app/auth/reset.py"})
+    assert ItemFilter(stale=True).keeps(marked) and ItemFilter().keeps(marked)  # still searched, down-weighted
+    assert row(marked)["stale"] and row(marked)["stale_reason"] == "deleted: app/auth/reset.py"
+    assert not row(ITEMS[0])["stale"] and row(ITEMS[0])["stale_reason"] is None
+    (line,) = table([row(marked)], 200)[1:]
+    assert line.startswith("~") and "[stale: deleted: app/auth/reset.py]" in line

@@ -168,11 +168,23 @@ def test_item_mentions(memory: MemoryItem, files: list[str], expected: bool) -> 
 
 def test_item_tier() -> None:
     assert item_tier(item("g", project=GLOBAL_PROJECT, tags=("task:t1",))) is Tier.GLOBAL
-    assert item_tier(item("t", tags=("task:t1",))) is Tier.TASK
     assert item_tier(item("t", tags=("task:t1",)), "T1") is Tier.TASK
     assert item_tier(item("t", tags=("task:t1",)), "t2") is Tier.PROJECT
     assert item_tier(item("e", tags=("task:",))) is Tier.PROJECT
     assert item_tier(item("p", tags=("auth",))) is Tier.PROJECT
+
+
+def test_a_task_tag_is_project_memory_when_the_request_names_no_task() -> None:
+    """Issue 25: without a task id no item is the request's task memory, so none gets the task tier's weight."""
+    assert item_tier(item("t", tags=("task:t1",))) is Tier.PROJECT
+    assert item_tier(item("t", tags=("task:t1",)), "") is Tier.PROJECT
+    plan = plan_retrieval(IMPLEMENTER, TaskType.BUGFIX, "Fix login after password reset")
+    notes = hit(item("task-42-notes", title="Task 42 notes", tags=("task:42",)), 0.49)
+    login = hit(item("login-reset", content="After a password reset the session token is rotated"), 0.5)
+    ranked = apply_plan([notes, login], plan)
+    assert [h.item.id for h in ranked] == ["login-reset", "task-42-notes"]
+    assert ranked[1].breakdown["tier_project"] == 1.0
+    assert ranked[0].breakdown["tier_factor"] == ranked[1].breakdown["tier_factor"]
 
 
 # -- plans --------------------------------------------------------------------------------------
@@ -251,10 +263,10 @@ def test_file_boost_lifts_an_item_about_the_mentioned_file() -> None:
 def test_tier_weights_reorder_equal_hits() -> None:
     task = hit(item("b-task", tags=("task:x",)), 0.5)
     glob = hit(item("a-global", project=GLOBAL_PROJECT), 0.5)
-    helper = plan_retrieval(HELPER, None, "")  # task 0.8, global 0.1
+    helper = plan_retrieval(HELPER, None, "", task_id="x")  # task 0.8, global 0.1
     assert [h.item.id for h in apply_plan([glob, task], helper)] == ["b-task", "a-global"]
     global_heavy = apply_overrides(HELPER, {"task_weight": 0.1, "global_weight": 0.8})
-    assert [h.item.id for h in apply_plan([glob, task], plan_retrieval(global_heavy, None, ""))] == [
+    assert [h.item.id for h in apply_plan([glob, task], plan_retrieval(global_heavy, None, "", task_id="x"))] == [
         "a-global",
         "b-task",
     ]

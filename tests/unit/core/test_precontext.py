@@ -173,7 +173,12 @@ def test_long_contexts_are_shortened_to_the_token_budget() -> None:
     for kind in PreContextType:
         full = build_precontext(kind, attempts, PreContextPolicy(max_tokens=10_000), count_tokens=count)
         fitted = build_precontext(kind, attempts, POLICY, count_tokens=count)
-        assert count(fitted) <= 100 < count(full) or full == fitted, kind
+        tightest = build_precontext(
+            kind, attempts, PreContextPolicy(max_tokens=0, max_errors=1, max_error_chars=24), count_tokens=count
+        )
+        # the target is met, or (the files and attempts the seed keeps being over it) the errors gave all they can
+        assert count(fitted) <= 100 < count(full) or full == fitted or fitted == tightest, kind
+        assert count(fitted) <= count(full)
 
 
 def test_what_cannot_fit_is_shortened_as_far_as_it_goes_and_keeps_its_shape() -> None:
@@ -275,3 +280,32 @@ def test_a_task_outcome_completes_or_abandons_the_task() -> None:
         "abandoned",
     ]
     assert set(TASK_END_STATES) == {o.value for o in Outcome}
+
+
+# --- issue 25: the token target shortens errors, never the seed's 3 files of the last 2 attempts ----
+
+
+def test_the_token_target_keeps_three_files_of_each_of_the_last_two_attempts() -> None:
+    count = real_tokens()
+    first = ("src/auth/service.ts", "src/auth/middleware.ts", "src/routes/index.ts", "src/app.ts")
+    second = ("src/auth/session.ts", "src/auth/tokens.ts", "tests/auth/test_reset.ts")
+    error = "Expected status 200 from GET /api/password-reset/confirm but the server answered 404 Not Found"
+    attempts = [
+        attempt(1, files_created=first, validation_errors=(error, "coverage 61%")),
+        attempt(2, files_updated=second, validation_errors=(error, "coverage 63%")),
+    ]
+    helper = build_precontext(PreContextType.HELPER, attempts, POLICY, count_tokens=count).splitlines()
+    assert len(helper) <= POLICY.max_lines
+    assert helper[2].startswith("Attempt 1 touched: src/auth/service.ts, src/auth/middleware.ts, src/routes/index.ts")
+    assert helper[3].startswith("Attempt 2 touched: src/auth/session.ts, src/auth/tokens.ts, tests/auth/test_reset.ts")
+    retry = build_precontext(PreContextType.RETRY, attempts, POLICY, count_tokens=count).splitlines()
+    assert len(retry) <= POLICY.max_lines
+    assert "Already created: src/auth/service.ts, src/auth/middleware.ts, src/routes/index.ts" in retry
+    assert "Already modified: src/auth/session.ts, src/auth/tokens.ts, tests/auth/test_reset.ts" in retry
+    switch = build_precontext(
+        PreContextType.CIRCUIT_BREAKER, attempts, POLICY, provider="gemini", count_tokens=count
+    ).splitlines()
+    assert len(switch) <= POLICY.max_lines
+    assert "Previous attempts created: src/auth/service.ts, src/auth/middleware.ts, src/routes/index.ts" in switch
+    for text in (helper, retry, switch):  # the errors gave way instead
+        assert any("…" in line for line in text)

@@ -15,6 +15,7 @@ from ctxbus.core.profiles import (
     PLANNER,
     PROFILES,
     REVIEWER,
+    SEED_KINDS_WITHOUT_COUNTERPART,
     ContextProfile,
     InvalidOverride,
     Tier,
@@ -49,14 +50,22 @@ def test_built_in_profiles_carry_seed_004_numbers(values: tuple[object, ...]) ->
 
 
 def test_seed_kinds_translate_to_ctxbus_kinds() -> None:
-    assert IMPLEMENTER.preferred_kinds == {K.CODE_REF, K.TEST_REF, K.ATTEMPT, K.CONVENTION}
+    """Issue 25: every seed kind a built-in profile names maps to a stored kind (plan: decisions; reasoning and
+    review: learnings; task_input: the task's attempts), so no setting is a no-op and the helper prefers some."""
+    assert IMPLEMENTER.preferred_kinds == {K.CODE_REF, K.TEST_REF, K.ATTEMPT, K.DECISION, K.CONVENTION}
     assert IMPLEMENTER.excluded_kinds == frozenset()  # conversation, summary, preference: ctxbus has none
-    assert REVIEWER.preferred_kinds == {K.DECISION, K.WARNING}
+    assert REVIEWER.preferred_kinds == {K.DECISION, K.LEARNING, K.WARNING}
     assert REVIEWER.excluded_kinds == {K.ATTEMPT}
     assert PLANNER.preferred_kinds == {K.DECISION, K.CONVENTION, K.PATTERN}
     assert PLANNER.excluded_kinds == {K.CODE_REF, K.ATTEMPT, K.TEST_REF}
-    assert HELPER.preferred_kinds == frozenset()
+    assert HELPER.preferred_kinds == {K.ATTEMPT}
     assert HELPER.excluded_kinds == {K.CODE_REF, K.TEST_REF, K.DECISION}
+
+
+@pytest.mark.parametrize("name", sorted(SEED_KINDS_WITHOUT_COUNTERPART))
+def test_a_seed_kind_ctxbus_does_not_store_is_refused_not_ignored(name: str) -> None:
+    with pytest.raises(InvalidOverride, match=f"ctxbus stores no {name!r} items"):
+        apply_overrides(IMPLEMENTER, {"excluded_kinds": [name]})
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,18 @@ import pytest
 from ctxbus.core.ranking import (
     DEFAULT_HALF_LIFE_DAYS,
     NEUTRAL_DOMAIN,
+    OUTCOME_WEIGHTS,
     PARTS,
     PIN_BOOST,
     RankedHit,
     RankingWeights,
     domain_match,
+    outcome_weight,
     rank,
     recency,
     score_hit,
 )
+from ctxbus.core.staleness import STALE_WEIGHT
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.ports import SearchHit
 
@@ -132,13 +135,22 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
     for hit in random_hits(rng, 50):
         ranked = score_hit(hit, domain=domain, now=NOW, weights=weights)
         b = ranked.breakdown
-        explained = {"outcome_weight", "pin_boost", "as_warning", "learned_shift", "outcomes", "cosine", "total"}
+        explained = {
+            "outcome_weight",
+            "pin_boost",
+            "stale_weight",
+            "as_warning",
+            "learned_shift",
+            "outcomes",
+            "cosine",
+            "total",
+        }
         assert set(b) == {*PARTS, *(f"weight_{p}" for p in PARTS), *explained}
         assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
         assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
         weighted = math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS)
         assert ranked.score == b["total"] == pytest.approx(weighted * b["outcome_weight"] + b["pin_boost"])
-        assert b["pin_boost"] == 0.0  # none of these is pinned
+        assert b["pin_boost"] == 0.0 and b["stale_weight"] == 1.0  # none of these is pinned or stale
         assert 0.0 <= ranked.score <= 1.0
         assert b["conviction"] == hit.item.confidence
         assert b["similarity"] == min(1.0, max(0.0, hit.score))
@@ -273,3 +285,23 @@ def test_a_pinned_item_gets_the_fixed_boost_and_survives_the_score_cut_but_not_t
     # a score cut above both keeps only the pinned one; a relevance cut above both keeps neither
     assert [r.item.id for r in rank(hits, domain=None, now=NOW, min_score=0.99)] == ["b"]
     assert rank(hits, domain=None, now=NOW, min_similarity=0.7) == []
+
+
+def test_a_stale_item_is_down_weighted_never_dropped() -> None:
+    fresh = item("a", confidence=0.5)
+    stale = fresh.model_copy(update={"id": "b", "stale": "deleted: app/auth/reset.py"})
+    first, second = rank([SearchHit(stale, 0.6), SearchHit(fresh, 0.6)], domain=None, now=NOW)
+    assert (first.item.id, second.item.id) == ("a", "b")  # same evidence: the stale one goes after
+    assert second.breakdown["stale_weight"] == STALE_WEIGHT and first.breakdown["stale_weight"] == 1.0
+    assert second.score == pytest.approx(first.score * STALE_WEIGHT)
+
+
+def test_every_outcome_weight_is_one_a_learning_gets() -> None:
+    """Issue 25: nothing carried that nothing reads. A failed learning is a warning at full strength (seed 001
+    REQ-021.5), so seed 001's 0.3 for failures was never applied: the table holds only weights in use."""
+    for outcome, weight in OUTCOME_WEIGHTS.items():
+        learning = MemoryItem.model_validate(
+            {"id": "l", "project": "p", "kind": "learning", "content": "c", "outcome": outcome.value}
+            | {"created_at": NOW, "updated_at": NOW}
+        )
+        assert outcome_weight(learning) == weight, outcome

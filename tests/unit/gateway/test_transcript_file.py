@@ -58,3 +58,21 @@ def test_has_answer(tmp_path: Path) -> None:
     assert not transcript_file.has_answer(str(path))
     append(path, say("b"))
     assert transcript_file.has_answer(str(path))
+
+
+def test_evidence_read_from_a_transcript_holds_no_secret(tmp_path: Path) -> None:
+    """What the gateway keeps from a transcript (a check's command and output, the user's words) is redacted as
+    it is read: outcome notes and session capture start from it."""
+    path = tmp_path / "s.jsonl"
+    token = "ghp_" + "Zx9Yw8Vu7Ts6" * 3
+    append(
+        path,
+        prompt("a"),
+        bash("t1", command=f"GITHUB_TOKEN={token} pytest -q"),
+        result("t1", FAIL + f"\nE   AssertionError: login failed for postgres://app:Hunter2-pass@db/app {token}", 1),
+    )
+    read = transcript_file.read_since(str(path), 0, {})
+    assert read is not None and read.evidence
+    text = repr(read.evidence)
+    assert token not in text and "Hunter2-pass" not in text
+    assert "[REDACTED:github-token]" in text

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given
 
 from ctxbus.hooks import client, transport
+from ctxbus.hooks.client import session_of
 from ctxbus.hooks.fallback import inject
 from ctxbus.hooks.project import normalise_remote, origin_remote, project_for
-from ctxbus.hooks.requests import hook_output, request_for, session_of
+from ctxbus.hooks.requests import hook_output, request_for
 from ctxbus.settings import HookSettings
 
 from ..time_budget import (

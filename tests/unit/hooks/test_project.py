@@ -109,3 +109,16 @@ def test_the_source_of_each_name_is_told(tmp_path: Path) -> None:
     assert project_source(str(root / "src"), env={}) == ("acme/web", SOURCE_CONFIG)
     bare = repo(tmp_path / "bare")
     assert project_source(str(bare / "src"), env={}) == (str(bare), SOURCE_PATH)
+
+
+def test_a_repository_can_turn_session_capture_off(tmp_path: Path) -> None:
+    from ctxbus.hooks.project import capture_allowed
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src").mkdir()
+    assert capture_allowed(str(tmp_path / "src"))  # no file: allowed
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "ctxbus.json").write_text('{"project": "acme/web", "capture": false}')
+    assert not capture_allowed(str(tmp_path / "src"))
+    (tmp_path / ".claude" / "ctxbus.json").write_text('{"project": "acme/web", "capture": true}')
+    assert capture_allowed(str(tmp_path / "src"))

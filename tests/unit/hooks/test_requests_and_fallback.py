@@ -22,7 +22,7 @@ def test_hook_requests_leave_out_items_rated_below_the_neutral_confidence_by_def
 ) -> None:
     monkeypatch.delenv("CTXBUS_HOOK_MIN_CONFIDENCE", raising=False)
     req = request_for({"hook_event_name": "UserPromptSubmit", "prompt": "Fix login"}, HookSettings())
-    assert req.min_confidence == 0.5  # an unrated item (0.5) is kept, an explicitly doubted one is not
+    assert req.min_confidence == 0.4  # an unrated (0.5) or captured (0.45) item is kept, an explicitly doubted one not
     monkeypatch.setenv("CTXBUS_HOOK_MIN_CONFIDENCE", "0.8")
     assert request_for({"hook_event_name": "UserPromptSubmit", "prompt": "x"}, HookSettings()).min_confidence == 0.8
 

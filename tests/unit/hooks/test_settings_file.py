@@ -61,11 +61,15 @@ def test_similar_but_foreign_commands_are_not_ours() -> None:
     assert is_ours({"command": "ctxbus hook session-start"})
 
 
-def test_post_tool_use_is_installed_for_bash_only() -> None:
+def test_post_tool_use_is_installed_for_bash_and_the_file_changing_tools() -> None:
     merged = with_ours({}, "ctxbus", 3)
     (group,) = merged["hooks"]["PostToolUse"]
-    assert group["matcher"] == "Bash" and group["hooks"][0]["command"] == "ctxbus hook post-tool-use"
+    # Bash for the outcome inference, Edit/Write/MultiEdit for session capture (which files a fix changed)
+    assert (
+        group["matcher"] == "Bash|Edit|Write|MultiEdit" and group["hooks"][0]["command"] == "ctxbus hook post-tool-use"
+    )
     assert "matcher" not in merged["hooks"]["Stop"][0]
+    assert merged["hooks"]["PreCompact"][0]["hooks"][0]["command"] == "ctxbus hook pre-compact"  # capture reads it
     # PostToolUseFailure is opt-in: a Claude Code that does not know the event rejects the whole file
     assert "PostToolUseFailure" not in merged["hooks"]
 
@@ -73,7 +77,8 @@ def test_post_tool_use_is_installed_for_bash_only() -> None:
 def test_tool_failures_opt_in_and_uninstall() -> None:
     merged = with_ours(OTHERS, "ctxbus", 3, tool_failures=True)
     (group,) = merged["hooks"]["PostToolUseFailure"]
-    assert group["matcher"] == "Bash" and group["hooks"][0]["command"] == "ctxbus hook post-tool-use-failure"
+    assert group["matcher"] == "Bash|Edit|Write|MultiEdit"
+    assert group["hooks"][0]["command"] == "ctxbus hook post-tool-use-failure"
     assert without_ours(merged) == OTHERS
     # installing again without the option takes it out again
     assert "PostToolUseFailure" not in with_ours(merged, "ctxbus", 3)["hooks"]
@@ -100,7 +105,7 @@ def test_http_hooks_post_to_the_gateway_with_the_secret_from_an_allowed_variable
             "headers": {"Authorization": "Bearer $CTXBUS_GATEWAY_SECRET"},
             "allowedEnvVars": ["CTXBUS_GATEWAY_SECRET"],  # unlisted, Claude Code would send an empty string
         }
-    assert merged["hooks"]["PostToolUse"][0]["matcher"] == "Bash"
+    assert merged["hooks"]["PostToolUse"][0]["matcher"] == "Bash|Edit|Write|MultiEdit"
     assert without_ours(merged) == OTHERS
 
 

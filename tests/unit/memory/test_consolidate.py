@@ -57,3 +57,13 @@ def test_imported_items_are_replaced_as_before() -> None:
     imported = MemoryItem(id="lesson", project="p", kind="learning", content="x", confidence=0.9)
     incoming = MemoryItem(id="lesson", project="p", kind="learning", content="y", confidence=0.5)
     assert consolidated(imported, incoming) == incoming
+
+
+def test_a_captured_item_starts_below_an_import_yet_above_the_hooks_floor() -> None:
+    from ctxbus.capture.items import CORRECTION_CONFIDENCE, REMEMBER_CONFIDENCE
+    from ctxbus.settings import HookSettings
+
+    floor = HookSettings().min_confidence
+    imported = MemoryItem(id="i", project="p", kind="principle", content="x").confidence
+    assert floor <= CAPTURED_CONFIDENCE < imported
+    assert floor <= CORRECTION_CONFIDENCE < imported and imported >= REMEMBER_CONFIDENCE

@@ -63,7 +63,7 @@ def test_every_stage_becomes_a_fact_with_the_envelope_and_payload_facts(decoder:
     assert stats.versions == {
         ("context.retrieval.requested", 3): 1,
         ("context.retrieval.completed", 3): 1,
-        ("context.injected", 3): 1,
+        ("context.injected", 4): 1,
         ("context.outcome.recorded", 1): 1,
     }
 

@@ -173,3 +173,14 @@ def test_chains_come_out_in_request_order() -> None:
     earlier = chain(session="y", at=T0)
     result = join(*later, *earlier)
     assert [c.session_id for c in result.chains] == ["y", "x"]
+
+
+def test_a_chain_is_grouped_by_the_fingerprint_of_the_context_as_injected() -> None:
+    """Issue 25: the injected event's fingerprint (v4) describes what was injected; the retrieval's is the
+    candidates'. An older injected event without one leaves the retrieval's."""
+    req, done, inj = chain()
+    injected = inj.model_copy(update={"payload": inj.payload.model_copy(update={"fingerprint": "as-injected"})})
+    (c,) = join(req, done, injected).chains
+    assert c.fingerprint == "as-injected"
+    (older,) = join(req, done, inj).chains
+    assert older.fingerprint == "fp1"

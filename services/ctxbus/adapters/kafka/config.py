@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ctxbus.adapters.kafka.doorbell import Doorbell, Quiet, doorbell_for
 from ctxbus.adapters.kafka.security import sasl_args, ssl_context
 from ctxbus.settings import KafkaSettings
 
@@ -26,6 +27,9 @@ CLUSTER_BACKGROUND_FETCH_MAX_WAIT_MS = 500
 #: every recycle of its broker joins every group anew. 6 s still lets a process stall for seconds without losing
 #: its partitions; a cluster keeps aiokafka's 10 s unless CTXBUS_KAFKA_SESSION_TIMEOUT_MS says otherwise.
 EMBEDDED_SESSION_TIMEOUT_MS = 6_000
+#: the longest fetch of a consumer with the doorbell before it looks again whether to sleep: two fetch waits more
+#: (the fetch in flight when it looked last, and one sent after)
+DOORBELL_LINGER_MS = 40
 
 
 class KafkaClientConfig:
@@ -69,6 +73,31 @@ class KafkaClientConfig:
         if self.settings.background_fetch_max_wait_ms is not None:
             return self.settings.background_fetch_max_wait_ms
         return EMBEDDED_BACKGROUND_FETCH_MAX_WAIT_MS if self.embedded else CLUSTER_BACKGROUND_FETCH_MAX_WAIT_MS
+
+    @property
+    def doorbell(self) -> Doorbell | None:
+        """This process's doorbell for the broker (ctxbus.adapters.kafka.doorbell), or None when it is off
+        (``CTXBUS_KAFKA_DOORBELL``; by default on for the embedded broker only)."""
+        on = self.settings.doorbell if self.settings.doorbell is not None else self.embedded
+        return doorbell_for(self.bootstrap_servers) if on else None
+
+    def quiet(
+        self, topics: tuple[str, ...], *, background: bool = False, wake_on: tuple[str, ...] = ()
+    ) -> Quiet | None:
+        """A consumer's idle waits on the doorbell (None when it is off: the consumer polls as Kafka's consumers
+        do); its linger outlasts two of its fetch waits; ``wake_on``: upstream topics whose rings wake it too."""
+        bell = self.doorbell
+        if bell is None:
+            return None
+        wait = self.background_fetch_max_wait_ms if background else self.fetch_max_wait_ms
+        return Quiet(
+            bell,
+            topics,
+            fallback_s=self.settings.doorbell_fallback_ms / 1000.0,
+            linger_ms=max(DOORBELL_LINGER_MS, 2 * wait + DOORBELL_LINGER_MS),
+            awake_s=self.settings.doorbell_awake_ms / 1000.0,
+            wake_on=wake_on,
+        )
 
     def producer(self, client_id: str) -> dict[str, Any]:
         return {

@@ -1,6 +1,8 @@
 """Publishing envelopes: Avro body, routing headers, key = entity id, acknowledged sends.
 
-Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
+Every event's payload is redacted as it is encoded (:func:`ctxbus.redact.default.redact_strings`: the door every
+ctxbus producer passes, so no topic, and so neither the archive, the record nor the store, holds a secret or a
+``<private>`` span; docs/privacy.md). Every record is sized first: one over ``CTXBUS_KAFKA_MAX_RECORD_BYTES`` raises
 :class:`~ctxbus.adapters.kafka.limits.RecordTooLarge` and never reaches the producer client.
 """
 
@@ -19,8 +21,21 @@ from ctxbus.adapters.kafka.limits import check_record_size
 from ctxbus.adapters.kafka.schemas_topic import announcements
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
+from ctxbus.redact.default import redact_strings
 
 log = structlog.get_logger("ctxbus.publisher")
+#: payload fields that are ids the readers join on, kept as they are (an id is a name, not a secret)
+ID_FIELDS = frozenset(
+    {"id", "ids", "item_ids", "global_item_ids", "supersedes", "superseded_by", "cluster_id", "into", "task_id"}
+    | {"session_id", "fingerprint", "embedding_model"}
+)
+
+
+def scrub_payload(payload: dict[str, Any]) -> None:
+    """The publisher's door: every string of the payload redacted but its ids (docs/privacy.md)."""
+    redact_strings(payload, ID_FIELDS)
+
+
 #: how long a starting publisher may spend announcing its schemas (``ctxbus topics create`` makes the topic)
 ANNOUNCE_TIMEOUT_S = 3.0
 
@@ -50,9 +65,11 @@ class EventPublisher:
         """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
         (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
-        self._serialize = serializer or EventSerializer()
+        self._serialize = serializer or EventSerializer(scrub=scrub_payload)
         self.max_record_bytes = config.settings.max_record_bytes
         self._schemas_topic = schemas_topic
+        #: rung once the broker holds a record (the embedded broker's consumers sleep until then; None: off)
+        self._bell = config.doorbell
 
     async def start(self) -> None:
         try:
@@ -70,6 +87,7 @@ class EventPublisher:
         async def send_all() -> None:
             sends = [await self._producer.send(topic, value=value, key=key) for key, value in announcements()]
             await asyncio.gather(*sends)
+            self._ring(topic)
 
         try:  # bounded: a cluster without the topic (and no auto-creation) must not hold up the first event
             await asyncio.wait_for(send_all(), ANNOUNCE_TIMEOUT_S)
@@ -98,9 +116,11 @@ class EventPublisher:
 
     async def send(self, record: PreparedRecord) -> Any:
         """Send a prepared record and wait for the acknowledgement; returns the record metadata."""
-        return await self._producer.send_and_wait(
+        metadata = await self._producer.send_and_wait(
             record.topic, value=record.value, key=record.key, headers=record.headers
         )
+        self._ring(record.topic)
+        return metadata
 
     async def enqueue(self, record: PreparedRecord) -> asyncio.Future[Any]:
         """Hand a prepared record to the producer without waiting for the broker: the returned future is its
@@ -109,7 +129,14 @@ class EventPublisher:
         ack: asyncio.Future[Any] = await self._producer.send(
             record.topic, value=record.value, key=record.key, headers=record.headers
         )
+        if self._bell is not None:
+            ack.add_done_callback(lambda done: self._ring(record.topic) if _acknowledged(done) else None)
         return ack
+
+    def _ring(self, topic: str) -> None:
+        """Wake the consumers of ``topic`` (in every process of the stack), the record being on the broker."""
+        if self._bell is not None:
+            self._bell.ring(topic)
 
     async def publish(self, topic: str, event: AnyEnvelope) -> Any:
         """Send one event and wait for the acknowledgement; returns the record metadata."""
@@ -117,3 +144,7 @@ class EventPublisher:
 
     async def publish_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers) -> Any:
         return await self.send(self.prepare_raw(topic, value, key, headers))
+
+
+def _acknowledged(ack: asyncio.Future[Any]) -> bool:
+    return not ack.cancelled() and ack.exception() is None

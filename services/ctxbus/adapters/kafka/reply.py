@@ -38,8 +38,18 @@ class ReplyRouter:
     """Routes the injected events (or, with ``payload=RetrievalCompleted`` on the completed topic, the completed
     ones) to the waits registered for their correlation ids."""
 
-    def __init__(self, config: KafkaClientConfig, topic: str, payload: type[Any] = ContextInjected) -> None:
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        topic: str,
+        payload: type[Any] = ContextInjected,
+        *,
+        wake_on: tuple[str, ...] = (),
+    ) -> None:
+        """``wake_on``: topics whose doorbell rings wake the idle router too (the requests it awaits answers to)."""
         self._consumer = AIOKafkaConsumer(**config.consumer("reply", None))
+        # idle, its partitions pause until the injector rings (the embedded broker never wakes a waiting fetch)
+        self._quiet = config.quiet((topic,), wake_on=wake_on)
         self._topic = topic
         self._payload = payload
         self._deserialize = EventDeserializer()
@@ -110,15 +120,21 @@ class ReplyRouter:
             self._waiting.pop(key, None)
 
     async def _route(self) -> None:
+        quiet = self._quiet
         while True:
             try:
-                batch = await self._consumer.getmany(timeout_ms=100)
+                batch = await self._consumer.getmany(timeout_ms=quiet.linger_ms if quiet is not None else 100)
             except asyncio.CancelledError:
                 raise
             except Exception:  # keep serving: the next fetch may work
                 log.exception("reply_fetch_failed")
                 await asyncio.sleep(0.1)
                 continue
+            if quiet is not None:
+                if batch:
+                    quiet.busy()
+                elif quiet.drowsy():
+                    await quiet.sleep(self._consumer)
             for records in batch.values():
                 for rec in records:
                     key = header_value(list(rec.headers or ()), HEADER_CORRELATION_ID)
@@ -147,7 +163,7 @@ async def request_injection(
     TimeoutError after ``timeout_s``. Long-lived callers (the gateway) keep one router instead.
     """
     async with (
-        ReplyRouter(config, topics.context_injected) as router,
+        ReplyRouter(config, topics.context_injected, wake_on=(topics.retrieval_requested,)) as router,
         EventPublisher(config, client_id, schemas_topic=topics.schemas) as publisher,
     ):
         router.expect(request.correlation_id)
@@ -168,8 +184,10 @@ async def request_explained(
     their score breakdowns and notices, such as why the floor turned the request away); None when it is not
     seen within a moment of the injection (it is published before it, so it normally is)."""
     async with (
-        ReplyRouter(config, topics.context_injected) as router,
-        ReplyRouter(config, topics.retrieval_completed, RetrievalCompleted) as completed_router,
+        ReplyRouter(config, topics.context_injected, wake_on=(topics.retrieval_requested,)) as router,
+        ReplyRouter(
+            config, topics.retrieval_completed, RetrievalCompleted, wake_on=(topics.retrieval_requested,)
+        ) as completed_router,
         EventPublisher(config, client_id, schemas_topic=topics.schemas) as publisher,
     ):
         router.expect(request.correlation_id)

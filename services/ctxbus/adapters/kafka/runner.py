@@ -33,6 +33,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from ctxbus.adapters.kafka.committer import Committer, SettledBatch
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.doorbell import Quiet
 from ctxbus.adapters.kafka.inflight import Sent
 from ctxbus.adapters.kafka.ledger import HEADER_ANSWERED_BY, AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
@@ -118,17 +119,20 @@ class ConsumerRunner:
         deserializer: EventDeserializer | None = None,
         schemas: SchemaTopicReader | None = None,
         background: bool = False,
+        wake_on: Sequence[str] = (),
         progress: Progress | None = None,
         answered_by: str | None = None,
     ) -> None:
-        """``background``: a consumer off the request path (it polls an idle broker less often); ``progress``: where
-        it tells how far it has handled each partition (read-your-writes waits on it: ctxbus.injector.fence);
+        """``background``: a consumer off the request path (it polls an idle broker less often); ``wake_on``:
+        upstream topics whose doorbell rings wake it too (it is fetching by the time its input comes); ``progress``:
+        where it tells how far it has handled each partition (read-your-writes waits on it: ctxbus.injector.fence);
         ``answered_by``: a loop in a group of its own beside others that answer the same inputs marks its outputs
         with it, and counts only those as its answers after a restart."""
         self._answered_by = answered_by
         self.progress = progress or Progress()
         self.name = name
         self._background = background
+        self._wake_on = tuple(wake_on)
         self.busy = asyncio.Lock()
         self._config = config
         self._topic = topic
@@ -157,6 +161,8 @@ class ConsumerRunner:
         self._next_probe = 0.0
         #: set once the group has given this member its partitions (it can answer from then on)
         self.ready = asyncio.Event()
+        #: its idle waits on the embedded broker's doorbell while it runs (None: it polls)
+        self.quiet: Quiet | None = None
 
     def readiness(self) -> str | None:
         """None when this consumer can answer (it has its partitions and the broker answered lately), else
@@ -204,12 +210,17 @@ class ConsumerRunner:
     async def run(self, stop: asyncio.Event) -> None:
         consumer = AIOKafkaConsumer(**self._config.consumer(self.name, self._group, background=self._background))
         consumer.subscribe([self._topic], listener=_Revoke(self))
+        # the embedded broker never wakes a waiting fetch: idle, the partitions pause until a publisher rings
+        quiet = self.quiet = self._config.quiet((self._topic,), background=self._background, wake_on=self._wake_on)
         await consumer.start()
         self._consumer = consumer
         log.info("service_started", service=self.name, topic=self._topic, group=self._group)
         try:
             while not stop.is_set():
-                fetch = asyncio.ensure_future(consumer.getmany(timeout_ms=200, max_records=self._settings.max_batch))
+                wait_ms = quiet.linger_ms if quiet is not None else 200
+                fetch = asyncio.ensure_future(
+                    consumer.getmany(timeout_ms=wait_ms, max_records=self._settings.max_batch)
+                )
                 stopping = asyncio.ensure_future(stop.wait())
                 done, _ = await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 if fetch not in done:
@@ -226,6 +237,11 @@ class ConsumerRunner:
                     self._broker_seen = time.monotonic()
                 await self._report_lag(consumer)
                 await self._probe_broker(consumer)
+                if quiet is not None:
+                    if batch:
+                        quiet.busy()
+                    elif self.ready.is_set() and quiet.drowsy():
+                        await quiet.sleep(consumer, stop)
         finally:
             async with self.busy:
                 try:

@@ -51,7 +51,8 @@ function itemRow(item) {
   tr.dataset.testid = "memory-item";
   tr.dataset.id = item.id;
   const o = item.outcomes;
-  const mark = item.pinned ? " (pinned)" : item.stale ? " (stale)" : "";
+  const stale = item.stale_reason ? ` (stale: ${item.stale_reason})` : " (stale)";
+  const mark = item.pinned ? " (pinned)" : item.stale ? stale : "";
   tr.append(
     cell(item.id + mark, "memory-id"),
     cell(item.project),

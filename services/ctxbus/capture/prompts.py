@@ -1,0 +1,89 @@
+"""What a user's prompt says beyond its task (pure): an explicit ``remember:``, or a correction or rule about the
+assistant's previous turn that would apply again ("no, use pnpm", "never commit to main", "we use X here, not Y").
+
+A one-off redirection ("no, the other file"), small talk ("never mind", "no thanks") and questions are not rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+REMEMBER = re.compile(r"^\s*(?:please\s+)?remember\s*:\s*(?P<text>\S.*)", re.I | re.S)
+#: how a clause that states a standing rule begins (after "no,", "please", "and" ...): an instruction, not a story
+#: ("the cookie never gets set" is no rule; "never set cookies by hand" is)
+_OPENER = re.compile(
+    r"^(?:(?:and|also|so|but|please|then|here|just|from now on|going forward|in (?:this|our) (?:repo|project|codebase|"
+    r"team|code)|in our \w+|around here)[,:]?\s+)*"
+    r"(?:always|never|don'?t|do not|stop (?:using|doing|adding|calling|writing|putting|running|committing)|avoid|"
+    r"use (?!(?:the|that|this|these|those|it|a|an|my|your|one)\b)|prefer|only use|"
+    r"we (?:always|never|use|don'?t|do not|prefer|only|keep|run|put|write|name|should|must|need to)|"
+    r"(?:you|everyone|everything|all \w+) (?:should|must|need to|has to|have to)(?:n'?t| not)?|"
+    r"make sure (?:to|you) always|(?:the|our) (?:rule|convention|policy|standard)(?: here)? is (?!in\b|at\b))",
+    re.I,
+)
+#: a standing rule anywhere in a clause: "migrations must never be edited", "X is not allowed", "from now on"
+_ANYWHERE = re.compile(
+    r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|"
+    r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward)\b",
+    re.I,
+)
+#: "X, not Y" / "instead of Y": a preference stated anywhere in the clause
+_PREFERENCE = re.compile(r"\b(?:instead of|rather than|over)\b|,\s*not\s+[\w@./:+-]+", re.I)
+_CLAUSE = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]+\s)\s*")
+#: a reply that opens by rejecting the previous turn
+_REJECT = re.compile(r"^\s*(?:no|nope|nah|wrong|stop|hold on|wait)\b[\s,.!:;-]+", re.I)
+#: one-off redirections and small talk: not rules
+_ONE_OFF = re.compile(
+    r"\b(?:never ?mind|no (?:thanks|worries|problem|need)|the other (?:one|file|function|test)|that one|this one|"
+    r"this time|just this|for now|right now|line \d+|that file|wrong file|not that|the previous|go back|undo that|"
+    r"revert (?:that|it|this)|don'?t (?:worry|bother|forget)|just (?:the|this|that)|for this (?:one|task|pr|change))\b",
+    re.I,
+)
+_NEGATIVE = re.compile(
+    r"\b(?:never|don'?t|do not|must(?:n'?t| not)|should(?:n'?t| not)|avoid|stop using|no more)\b", re.I
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+QUOTE_CHARS = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A standing rule the user stated, in the user's words."""
+
+    quote: str
+    #: a prohibition ("never", "don't"): a warning; else a principle
+    negative: bool
+
+
+def remembered(prompt: str) -> str | None:
+    """The text of a ``remember:`` prompt, else None."""
+    match = REMEMBER.match(prompt)
+    return " ".join(match.group("text").split()) if match else None
+
+
+def _is_rule(sentence: str) -> bool:
+    if sentence.rstrip().endswith("?") or _ONE_OFF.search(sentence):
+        return False
+    clauses = [c for c in _CLAUSE.split(sentence) if c]
+    if any(_OPENER.match(c) for c in clauses) or _ANYWHERE.search(sentence):
+        return True
+    return bool(_PREFERENCE.search(sentence)) and any(re.match(r"^(?:we |use |\w+ is )", c, re.I) for c in clauses)
+
+
+def rule_in(prompt: str) -> Rule | None:
+    """The standing rule a prompt after an assistant turn states, else None. The quote is the sentences that
+    state it (the rejection that opens it included), clipped."""
+    text = prompt.strip()
+    if not text or remembered(text) is not None:
+        return None
+    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    chosen: list[str] = []
+    for i, sentence in enumerate(sentences[:8]):
+        body = _REJECT.sub("", sentence, count=1) if i == 0 else sentence
+        if body and _is_rule(body):
+            chosen.append(sentence)
+    if not chosen:
+        return None
+    quote = " ".join(" ".join(chosen).split())[:QUOTE_CHARS]
+    return Rule(quote, negative=bool(_NEGATIVE.search(quote)))

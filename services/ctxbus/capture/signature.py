@@ -1,0 +1,223 @@
+"""What a failing check says and what an edit changed, in a few words (pure).
+
+An error's **signature** is what identifies it across runs: the error codes (``TS2345``, ``E0502``, ``F401``), the
+exception names (``KeyError``, ``TokenExpired``), the failing tests (``test_reset_expiry``, ``TestBackoff``) the
+output names, and its **headline**, the first line that states the error. Two failures are the same error when
+their identifiers overlap (or, with none, their headlines match): the same error hit five times is one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: compiler and linter codes: TypeScript TS2345, rustc E0502, flake8/ruff F401 E501, pylint W0612, C# CS0103,
+#: mypy's [arg-type] is read apart
+_CODE = re.compile(r"\b(TS\d{4}|CS\d{4}|E\d{4}|[EFWCBNDSUIR]\d{3,4}|SA\d{4}|PLR\d{4}|RUF\d{3}|SIM\d{3}|ANN\d{3})\b")
+_MYPY_CODE = re.compile(r"\[([a-z]+(?:-[a-z]+)+|[a-z]+-?[a-z]*)\]\s*$", re.M)
+_LINT_RULE = re.compile(r"\s(@?[a-z][\w-]*/[\w-]+|no-[a-z-]+|prefer-[a-z-]+|eqeqeq|camelcase)\s*$", re.M)
+_EXCEPTION = re.compile(
+    r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded|Expired|Failure|Timeout|Invalid|NotFound|Denied|Refused|Mismatch|Panic|"
+    r"Violation|Conflict|Missing|Unauthorized|Forbidden|Unavailable|Overflow|Underflow|Fault))\b"
+)
+#: a CamelCase name raised: ``E   app.errors.TokenExpired: ...`` or pytest's ``reset.py:42: TokenReused``
+_RAISED = re.compile(
+    r"^\s*(?:E\s+|.*\.\w+:\d+: |\*\* \()?(?:[a-z_]\w*\.|[A-Z]\w*::|[A-Z]\w*\.)*([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)"
+    r"(?::\s|:?$|\))",
+    re.M,
+)
+#: lint and compiler rule ids: rubocop's Style/StringLiterals, clang-tidy's [bugprone-use-after-move], gcc's
+#: [-Werror=unused-variable], detekt's [MagicNumber], ktlint's (standard:indent)
+_RULE_IDS = re.compile(
+    r"(?:\b([A-Z][a-z]+/[A-Z]\w+):|\[-W(?:error=)?([\w-]+)\]|\[([a-z]+-[\w.-]+)\]\s*$|\[([A-Z][a-zA-Z]+)\]\s*$|"
+    r"\(([a-z]+:[\w-]+)\)\s*$)",
+    re.M,
+)
+#: failures that name what failed: dbt's ``Failure in test unique_orders_id`` / ``Compilation Error in model x``,
+#: Kotlin's ``Unresolved reference: foo``, the linker's ``undefined reference to `foo'``
+_WHAT_FAILED = re.compile(
+    r"(?:Failure in test (\w+)|((?:Database|Compilation|Runtime|Dependency) Error) in (?:model|test|snapshot|seed|"
+    r"macro|source) (\w+)|(Unresolved reference: \w+)|(Type mismatch)|(undefined reference to `[^']{1,80}')|"
+    r"(Conflicting migrations)|(No such file or directory)|(Permission denied))"
+)
+#: named failures with no exception class: the Go race detector, policy checks (checkov CKV_AWS_111), lint rule ids
+#: in links (clippy's ``index.html#ptr_arg``) and rule names (``clippy::ptr_arg``), Terraform's ``Error: <summary>``
+_NAMED = re.compile(
+    r"(DATA RACE|\bdeadlock\b|Segmentation fault|\bCKV2?_[A-Z0-9]+_\d+|\bAVD-[A-Z]+-\d{4}|\bSC\d{4}\b|\bDL\d{4}\b|"
+    r"(?<=clippy::)[\w-]+|(?<=index\.html#)\w+)"
+)
+_TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
+#: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...)
+_LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}: (?!note:|warning:)(.{4,160})$", re.M)
+#: golangci-lint names the linter at the end of a finding: ``file.go:57:9: Error return value ... (errcheck)``
+_LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?: .+\((\w+)\)\s*$", re.M)
+_UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
+_GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
+_FAILED_TESTS = (
+    re.compile(r"^FAILED ([\w./\\-]+::[\w:.\[\]-]+)", re.M),  # pytest summary
+    re.compile(r"^_{3,} ((?:\w+\.)?test\w*(?:\[[^\]]*\])?) _{3,}$", re.M),  # pytest section header
+    re.compile(r"^\s*--- FAIL: (\w+)", re.M),  # go test
+    re.compile(r"^\s*●\s+(.+?)\s*$", re.M),  # jest
+    re.compile(r"^\s*(?:×|✕|✗)\s+(.+?)(?:\s+\d+\s*ms)?\s*$", re.M),  # vitest / jest list
+    re.compile(r"^test ([\w:]+) \.\.\. FAILED", re.M),  # cargo test
+    re.compile(r"^rspec \./[\w/.-]+:\d+ # (.+)$", re.M),  # rspec
+    re.compile(r"^\s*([\w.]+ > [\w ()\[\]'.-]+?) FAILED\s*$", re.M),  # gradle
+    re.compile(r"^\s*(?:Failed|FAIL!?)\s+([\w.]+(?:Test|Tests|Spec)\w*)", re.M),  # dotnet, maven
+    re.compile(r"^\s*\d+\) ([\w\\]+::\w+)", re.M),  # phpunit
+    re.compile(r"^\s*\d+\) (test .+?) \([\w.]+\)\s*$", re.M),  # ExUnit
+    re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
+    re.compile(r"^\s*\d+ - ([\w.-]+) \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted)\)", re.M),  # ctest
+    re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
+)
+_HEADLINE = re.compile(
+    r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[ ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
+    r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+|e: .+|"
+    r"\s*Failure/Error: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
+    r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\))$",
+    re.M,
+)
+#: a path with a source-like extension, optionally with :line
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.@-]+/)*[\w.@-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|swift|scala|vue|svelte|sql|toml|yaml|yml|json|gradle|erb))(?::\d+)?"
+)
+#: identifiers that name nothing in particular
+_GENERIC = frozenset({"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit"})
+MAX_IDENTIFIERS = 6
+ERROR_LINES = 3
+HEADLINE_CHARS = 200
+GIST_LINES = 3
+GIST_LINE_CHARS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    #: error codes, exception names and failing tests, most specific first (at most MAX_IDENTIFIERS)
+    identifiers: tuple[str, ...]
+    headline: str
+    #: files the output points at (tracebacks, file:line), as written
+    locations: tuple[str, ...] = ()
+    #: the lines that state the error, in order (at most ERROR_LINES)
+    lines: tuple[str, ...] = ()
+
+    def same_error(self, other: Signature) -> bool:
+        if self.identifiers and other.identifiers:
+            return bool(set(self.identifiers) & set(other.identifiers))
+        return bool(self.headline) and self.headline == other.headline
+
+    @property
+    def key(self) -> str:
+        """What identifies the error in an item id: its first identifier, else its headline."""
+        return self.identifiers[0] if self.identifiers else self.headline
+
+
+def clean(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def _add(found: list[str], value: str) -> None:
+    value = value.strip().strip("'\"`:,")
+    if value and value not in found and value not in _GENERIC and len(value) <= 160:
+        found.append(value)
+
+
+def signature_of(output: str, detail: str = "") -> Signature:
+    """The signature of a failing check's output (``detail``: the outcome rules' summary line)."""
+    text = clean(output)
+    found: list[str] = []
+    for match in _CODE.finditer(text):
+        _add(found, match.group(1))
+    for match in _MYPY_CODE.finditer(text):
+        if "error" in text[max(0, match.start() - 300) : match.start()]:
+            _add(found, f"[{match.group(1)}]")
+    for match in _LINT_RULE.finditer(text):
+        _add(found, match.group(1))
+    for pattern in _FAILED_TESTS:
+        for match in pattern.finditer(text):
+            _add(found, match.group(1))
+    for match in _EXCEPTION.finditer(text):
+        _add(found, match.group(1).rsplit(".", 1)[-1])
+    for match in _NAMED.finditer(text):
+        clippy = text[max(0, match.start() - 8) : match.start()] == "clippy::"
+        _add(found, match.group(1).replace("-", "_") if clippy else match.group(1))
+    for match in _TF_ERROR.finditer(text):
+        _add(found, match.group(1).strip())
+    for match in _WHAT_FAILED.finditer(text):
+        for group in match.groups():
+            if group:
+                _add(found, group)
+    for match in _RULE_IDS.finditer(text):
+        _add(found, next(g for g in match.groups() if g))
+    for match in _LINTER.finditer(text):
+        _add(found, match.group(1))
+    for match in _UNDEFINED.finditer(text):
+        _add(found, match.group(1))
+    for match in _RAISED.finditer(text):
+        _add(found, match.group(1))
+    for match in _GO_PANIC.finditer(text):
+        _add(found, match.group(1))
+    at: dict[str, int] = {}
+    for pattern in (_HEADLINE, _LOCATED):
+        for match in pattern.finditer(text):
+            line = " ".join(match.group(0).split())[:HEADLINE_CHARS]
+            if line and not line.lower().startswith(("error: exit code", "exit code")):
+                at.setdefault(line, match.start())
+    ordered = sorted(at, key=lambda line: at[line])[:ERROR_LINES]
+    headline = ordered[0] if ordered else ""
+    if not headline:
+        headline = " ".join(detail.split())[:HEADLINE_CHARS]
+    locations: list[str] = []
+    for match in _PATH.finditer(text):
+        path = match.group(1)
+        if "site-packages" not in path and "node_modules" not in path and path not in locations:
+            locations.append(path)
+    return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
+
+
+_ENV_PREFIX = re.compile(r"^(?:\s*[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")
+
+
+def bare_command(command: str) -> str:
+    """A command as a reader needs it: without the ``VAR=value`` assignments before it (they hold credentials more
+    often than meaning)."""
+    return _ENV_PREFIX.sub("", command).strip() or command
+
+
+def relative(path: str, cwd: str | None) -> str:
+    """``path`` relative to the session's directory when inside it, else as given."""
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    return path
+
+
+def basename(path: str) -> str:
+    return posixpath.basename(path.rstrip("/")) or path
+
+
+#: files whose contents are never quoted (they hold secrets)
+_SECRET_FILES = re.compile(
+    r"(^|/)(\.env[^/]*|.*secret[^/]*|.*credential[^/]*|.*\.pem|.*\.key|id_rsa[^/]*|\.netrc|\.npmrc|\.pypirc)$", re.I
+)
+
+
+def quotable(path: str) -> bool:
+    """Whether an edit's lines may be quoted (never those of ``.env`` files, keys, credentials)."""
+    return not _SECRET_FILES.search(path)
+
+
+def changed_lines(old: str, new: str) -> list[str]:
+    """The lines an edit added (in ``new``, not in ``old``), stripped, non-trivial, in order."""
+    before = {line.strip() for line in old.splitlines()}
+    added = []
+    for line in new.splitlines():
+        stripped = line.strip()
+        if stripped and stripped not in before and len(stripped) > 2 and stripped not in added:
+            added.append(stripped)
+    return added
+
+
+def gist(old: str, new: str) -> str:
+    """A few of the lines an edit added, each clipped: what the fix was, in its own words."""
+    lines = changed_lines(old, new)[:GIST_LINES]
+    return " / ".join(line[:GIST_LINE_CHARS] for line in lines)

@@ -1,0 +1,52 @@
+"""``ctxbus bench capture``: session capture's precision, recall, later-task top 3, secrets and CPU on the corpus."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register_bench(bsub: Any) -> None:
+    """Called by ``stack_cmds.register`` beside the other benchmarks."""
+    bench = bsub.add_parser(
+        "capture",
+        help="session capture on the labelled transcripts: precision, lesson recall, the earlier lesson in a later "
+        "task's top 3, planted secrets stored, CPU per MB (fit and held-out parts apart)",
+    )
+    bench.add_argument("--part", choices=("fit", "heldout"), help="one part only (default: both, printed apart)")
+    bench.add_argument("--data", type=Path, help="the corpus directory holding fit/ and heldout/ (default: shipped)")
+    bench.add_argument("--no-retrieval", action="store_true", help="skip the later tasks (no embedder, no store)")
+    bench.add_argument("--verbose", action="store_true", help="list the wrong items and missed lessons per session")
+    bench.add_argument(
+        "--stop-latency",
+        action="store_true",
+        help="instead: the Stop hook's latency with capture on and off, paired, on one running stack",
+    )
+    bench.add_argument("--rounds", type=int, default=60, help="--stop-latency: paired Stop hooks (60)")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(handler=cmd_bench_capture)
+
+
+def cmd_bench_capture(args: argparse.Namespace) -> int:
+    import sys  # noqa: PLC0415
+
+    from ctxbus.bench import capture  # noqa: PLC0415
+
+    if args.stop_latency:
+        from ctxbus.bench import capture_latency  # noqa: PLC0415
+
+        latency = capture_latency.run(args.rounds)
+        if args.json:
+            print(capture.as_json(latency))
+        else:
+            capture_latency.print_report(latency)
+        return 0
+    parts = (args.part,) if args.part else capture.PARTS
+    log = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    result = capture.run(args.data or capture.DEFAULT_DIR, parts, retrieval=not args.no_retrieval, log=log)
+    if args.json:
+        print(capture.as_json(result))
+    else:
+        capture.print_report(result, verbose=args.verbose)
+    return 0

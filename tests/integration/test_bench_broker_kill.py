@@ -1,0 +1,44 @@
+"""``ctxbus bench broker-kill``, short: a real ``ctxbus up`` heals its SIGKILLed broker under load; the figures
+come out and every request the history holds was answered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ctxbus.adapters.lifeline import lifeline
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.mark.timeout(400)
+def test_one_kill_is_timed_and_nothing_in_the_history_goes_unanswered() -> None:
+    args = ["--kills", "1", "--before-s", "4", "--between-s", "4", "--memories", "20", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbus.cli.main", "bench", "broker-kill", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=390,
+        preexec_fn=lifeline(),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    [kill] = result["kills"]
+    assert 0 < kill["ready_s"] <= kill["first_answer_s"] and kill["log_bytes"] > 0
+    assert result["acked"] > 0 and result["unanswered"] <= len(result["lost"])
+    assert set(result["acked_by_phase"]) <= {"before", "after-1"}
+
+
+def test_nonsense_arguments_are_refused_clearly() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbus.cli.main", "bench", "broker-kill", "--kills", "0"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "--kills 1 to 100" in done.stderr

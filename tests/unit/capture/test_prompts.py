@@ -1,0 +1,58 @@
+"""Which prompts state a standing rule (after an assistant turn) and which are one-off redirections or small talk."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxbus.capture.prompts import remembered, rule_in
+
+RULES = [
+    "no, use pnpm",
+    "we use pnpm here, not npm",
+    "Always run the migrations check before pushing.",
+    "never commit directly to main",
+    "don't use unwrap() in library code",
+    "from now on, put new endpoints under app/api/v2",
+    "please stop adding comments to every line",
+    "migrations must never be edited once merged",
+    "Tests should always use the factory helpers, not raw SQL inserts",
+    "in this project we prefer composition over inheritance",
+    "use Decimal for money, never float",
+    "the convention here is snake_case for file names",
+    "hardcoded credentials are not allowed",
+    "No - that's not how we do it. We always wrap DB calls in a transaction.",
+]
+NOT_RULES = [
+    "no, the other file",
+    "don't worry about the docs for now",
+    "never mind",
+    "that's wrong, the test still fails",
+    "can you always show me the diff?",
+    "it never returns anything",
+    "don't forget the changelog",
+    "use the existing helper in utils.py",
+    "it should return 404 not 500",
+    "thanks, looks good",
+    "run just the auth tests",
+]
+
+
+@pytest.mark.parametrize("prompt", RULES)
+def test_standing_rules_are_read(prompt: str) -> None:
+    assert rule_in(prompt) is not None
+
+
+@pytest.mark.parametrize("prompt", NOT_RULES)
+def test_one_offs_and_small_talk_are_not_rules(prompt: str) -> None:
+    assert rule_in(prompt) is None
+
+
+def test_a_prohibition_is_negative_and_a_preference_is_not() -> None:
+    never = rule_in("never commit directly to main")
+    use = rule_in("we use pnpm here")
+    assert never is not None and never.negative and use is not None and not use.negative
+
+
+def test_remember_prompts_in_any_case() -> None:
+    assert remembered("Remember: the API is versioned by header") == "the API is versioned by header"
+    assert remembered("please remember: x") == "x" and remembered("I remember it") is None

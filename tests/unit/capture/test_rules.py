@@ -1,0 +1,151 @@
+"""The capture rules on transcripts in Claude Code's shapes: what becomes a lesson and what never does."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ctxbus.capture.engine import capture_transcript
+from ctxbus.capture.items import SessionFacts
+from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
+
+from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+def capture(t: Transcript, project: str = "acme/web") -> list[MemoryItem]:
+    return capture_transcript(t.data(), SessionFacts(project, t.session_id, "Stop", None, NOW))
+
+
+def rules(items: list[MemoryItem]) -> list[str]:
+    return [i.provenance.rule for i in items if i.provenance]
+
+
+def fail_fix_pass(session: str = "s1", hits: int = 1) -> Transcript:
+    t = Transcript(session).prompt("users can reuse an old password reset link. fix it")
+    for _ in range(hits):
+        t.bash("pytest tests/auth -q", PYTEST_FAIL, code=1)
+    t.edit("acme/auth/reset.py", "user.set_password(new)", "user.set_password(new)\n    token.mark_used()")
+    t.bash("pytest tests/auth -q", PYTEST_PASS)
+    return t.say("Reset tokens are now single use; the auth tests pass.")
+
+
+def test_a_failure_its_fix_and_the_pass_are_one_learning() -> None:
+    items = capture(fail_fix_pass())
+    fixes = [i for i in items if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1
+    fix = fixes[0]
+    assert fix.kind is MemoryKind.LEARNING and fix.outcome is Outcome.SUCCESSFUL and fix.source == "captured"
+    assert "test_link_is_single_use" in fix.content and "reset.py" in fix.content
+    assert "token.mark_used()" in fix.content  # the gist of the changed lines
+    assert "`pytest tests/auth -q` passed" in fix.content  # the verifying command
+    assert [f.path for f in fix.files] == ["acme/auth/reset.py"]
+    assert fix.provenance is not None and fix.provenance.transcript_start is not None
+    assert fix.provenance.transcript_end is not None and fix.provenance.transcript_end > fix.provenance.transcript_start
+    assert fix.confidence < 0.5  # captured conviction starts below an import's
+
+
+def test_the_same_error_hit_five_times_is_one_learning() -> None:
+    items = capture(fail_fix_pass(hits=5))
+    fixes = [i for i in items if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1 and "hit 5 times" in fixes[0].content
+
+
+def test_the_same_fix_in_another_session_has_the_same_id() -> None:
+    first = [i for i in capture(fail_fix_pass("s1")) if i.provenance and i.provenance.rule == "failure_fix"]
+    again = [i for i in capture(fail_fix_pass("s2")) if i.provenance and i.provenance.rule == "failure_fix"]
+    assert first[0].id == again[0].id
+
+
+def test_a_failure_never_fixed_or_passing_without_edits_is_no_learning() -> None:
+    given_up = (
+        Transcript()
+        .prompt("fix the reset test")
+        .bash("pytest tests/auth -q", PYTEST_FAIL, code=1)
+        .edit("acme/auth/reset.py", "a", "b")
+        .bash("pytest tests/auth -q", PYTEST_FAIL, code=1)
+        .say("I wasn't able to fix it.")
+    )
+    assert capture(given_up) == []
+    flaky = Transcript().prompt("run the tests").bash("pytest -q", PYTEST_FAIL, code=1).bash("pytest -q", PYTEST_PASS)
+    assert capture(flaky.say("They pass on a second run.")) == []
+
+
+def test_the_session_is_an_episode_with_its_task_files_and_verification() -> None:
+    (episode,) = [i for i in capture(fail_fix_pass()) if i.kind is MemoryKind.ATTEMPT]
+    assert episode.outcome is Outcome.SUCCESSFUL and episode.session_id == "s1"
+    assert "reset link" in episode.content and "acme/auth/reset.py" in episode.content
+    assert "pytest tests/auth -q" in episode.content
+
+
+def test_nothing_from_small_talk_exploration_or_aborted_sessions() -> None:
+    chat = Transcript().prompt("morning! how was your weekend?").say("Good morning! Ready when you are.")
+    explore = (
+        Transcript()
+        .prompt("where are order totals computed?")
+        .read("orders/totals.py")
+        .bash("grep -rn total orders/", "orders/totals.py:3: def total(")
+        .say("In orders/totals.py, total().")
+    )
+    aborted = (
+        Transcript()
+        .prompt("rewrite the CLI with clap 4")
+        .edit("src/main.rs", "a", "b")
+        .interrupt()
+        .prompt("never mind, let's stop here")
+    )
+    assert capture(chat) == [] and capture(explore) == [] and capture(aborted) == []
+
+
+def test_a_correction_after_an_assistant_turn_quotes_the_user() -> None:
+    t = (
+        Transcript()
+        .prompt("add lodash to the web package")
+        .bash("npm install lodash", "added 1 package")
+        .say("Installed lodash with npm.")
+        .prompt("no, we use pnpm here, not npm. Always use pnpm in this repo.")
+    )
+    items = capture(t)
+    (rule,) = [i for i in items if i.provenance and i.provenance.rule == "correction"]
+    assert rule.kind is MemoryKind.PRINCIPLE and "pnpm" in rule.content and rule.content.startswith("The user said")
+
+
+def test_a_never_rule_is_a_warning_and_descriptions_are_not_rules() -> None:
+    t = Transcript().prompt("deploy it").say("Pushed to main.").prompt("Never push straight to main, open a PR.")
+    (warning,) = [i for i in capture(t) if i.provenance and i.provenance.rule == "correction"]
+    assert warning.kind is MemoryKind.WARNING and warning.mitigation
+    story = Transcript().prompt("cookies").say("Set Secure.").prompt("that broke login, the cookie never gets set")
+    assert [i for i in capture(story) if i.provenance and i.provenance.rule == "correction"] == []
+
+
+def test_one_off_redirections_and_first_prompts_are_not_rules() -> None:
+    one_off = Transcript().prompt("edit the config").say("Edited settings.py.").prompt("no, the other file")
+    first = Transcript().prompt("always use tabs. add a helper").say("ok")  # no assistant turn before it
+    assert rules(capture(one_off)) == [] and rules(capture(first)) == []
+
+
+def test_remember_prompts_are_principles_at_once() -> None:
+    t = Transcript().prompt("Remember: the MSRV is 1.74; never use let-else chains")
+    (item,) = capture(t)
+    assert item.kind is MemoryKind.PRINCIPLE and item.content == "the MSRV is 1.74; never use let-else chains"
+    assert item.provenance is not None and item.provenance.rule == "remember"
+
+
+def test_edits_to_env_files_are_never_quoted() -> None:
+    t = (
+        Transcript()
+        .prompt("the db test fails")
+        .bash("pytest -q", PYTEST_FAIL, code=1)
+        .edit(".env", "DB_PASSWORD=old", "DB_PASSWORD=hunter2-s3cret")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("fixed")
+    )
+    assert all("hunter2" not in i.content for i in capture(t))
+
+
+def test_redaction_is_applied_to_every_text_it_stores() -> None:
+    t = Transcript().prompt("remember: the token is abc-SECRET-123").say("ok")
+    items = capture_transcript(
+        t.data(), SessionFacts("p", "s", "Stop", None, NOW), redact=lambda s: s.replace("abc-SECRET-123", "[x]")
+    )
+    assert items and all("SECRET" not in i.content and "SECRET" not in i.title for i in items)

@@ -1,0 +1,63 @@
+"""Error signatures across stacks, and the same steps from hook inputs as from the transcript."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ctxbus.capture.engine import capture_steps
+from ctxbus.capture.items import SessionFacts
+from ctxbus.capture.signature import gist, signature_of
+from ctxbus.capture.steps import AnswerStep, EditStep, PromptStep, RunStep, ShellStep, Step, hook_step
+
+from .transcript_builder import PYTEST_FAIL, PYTEST_PASS
+
+
+def test_identifiers_of_common_stacks() -> None:
+    assert "TS2345" in signature_of("src/a.ts(3,4): error TS2345: Argument of type 'x'").identifiers
+    assert "E0502" in signature_of("error[E0502]: cannot borrow `v` as mutable").identifiers
+    assert "TestBackoff" in signature_of("--- FAIL: TestBackoff (0.00s)\nFAIL").identifiers
+    assert "KeyError" in signature_of("Traceback ...\nKeyError: 'tenant'").identifiers
+    pytest_sig = signature_of(PYTEST_FAIL)
+    assert "tests/auth/test_reset.py::test_link_is_single_use" in pytest_sig.identifiers
+    assert "TokenReused" in pytest_sig.identifiers
+    assert pytest_sig.same_error(signature_of(PYTEST_FAIL.replace("0.61s", "0.70s")))
+    assert not pytest_sig.same_error(signature_of("error TS2345: x"))
+
+
+def test_gist_is_the_added_lines() -> None:
+    assert gist("a = 1\nb = 2", "a = 1\nb = 3\nc = 4") == "b = 3 / c = 4"
+
+
+def hook(event: str, tool: str, tool_input: dict[str, object], response: object = None) -> dict[str, object]:
+    return {
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_response": response,
+        "tool_use_id": f"t-{tool}-{len(str(tool_input))}",
+        "session_id": "s",
+        "cwd": "/w",
+    }
+
+
+def test_hook_inputs_give_the_same_lesson() -> None:
+    inputs = [
+        hook("PostToolUseFailure", "Bash", {"command": "pytest -q"}) | {"error": f"Exit code 1\n{PYTEST_FAIL}"},
+        hook("PostToolUse", "Edit", {"file_path": "/w/acme/auth/reset.py", "old_string": "x", "new_string": "x\ny()"}),
+        hook("PostToolUse", "Bash", {"command": "pytest -q"}, {"stdout": PYTEST_PASS, "stderr": ""}),
+    ]
+    steps: list[Step] = [PromptStep("fix the reset link", after_answer=False)]
+    steps += [s for s in (hook_step(i) for i in inputs) if s is not None]
+    steps.append(AnswerStep("done"))
+    assert [type(s) for s in steps[1:4]] == [RunStep, EditStep, RunStep]
+    items = capture_steps(steps, SessionFacts("p", "s", "PostToolUse", "/w", datetime(2026, 1, 1, tzinfo=UTC)))
+    rules = [i.provenance.rule for i in items if i.provenance]
+    assert rules == ["failure_fix", "episode"]
+    assert items[0].files[0].path == "acme/auth/reset.py"
+
+
+def test_other_tools_and_events_are_no_steps() -> None:
+    assert hook_step(hook("PostToolUse", "Read", {"file_path": "/w/a.py"})) is None
+    assert hook_step(hook("PostToolUse", "Bash", {"command": "ls"}, {"stdout": "a"})) == ShellStep("ls")  # context
+    assert hook_step({"hook_event_name": "Stop"}) is None
+    assert hook_step({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}) == PromptStep("hi", after_answer=False)
