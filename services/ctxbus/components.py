@@ -9,7 +9,7 @@ gateway or the wiring that runs the services.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from ctxbus.adapters.attempt_store import AttemptStore
@@ -139,8 +139,9 @@ def injector_handler(
     *,
     embedder: Embedder | None = None,
     attempts: AttemptStore | None = None,
+    fence: Callable[[datetime | None], Awaitable[bool]] | None = None,
 ) -> InjectorHandler:
-    """The injector as every caller builds it."""
+    """The injector as every caller builds it (``fence``: the services' read-your-writes, ctxbus.injector.fence)."""
     return InjectorHandler(
         topics,
         metrics,
@@ -149,4 +150,5 @@ def injector_handler(
         attempts=attempts,
         precontext=policy_from(settings.precontext),
         count_tokens=token_counter(settings, embedder),
+        fence=fence,
     )

@@ -208,6 +208,9 @@ class PreContextSettings(BaseSettings):
     helper_max_attempts: int = Field(default=2, ge=1, le=20)
     max_files: int = Field(default=3, ge=1, le=20)
     max_tokens: int = Field(default=100, ge=20, le=2_000)
+    #: read your writes: how long a pre-context waits (at most, and never past the request's deadline) for this
+    #: member's attempts loop to reach every attempt recorded before the request (0: no wait)
+    fence_wait_s: float = Field(default=2.0, ge=0.0, le=60.0)
 
     @field_validator("types")
     @classmethod

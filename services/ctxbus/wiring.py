@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -18,9 +18,11 @@ from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.curation_ledger import CurationLedger
 from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.progress import Progress
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader
+from ctxbus.adapters.kafka.topic_ends import TopicEnds
 from ctxbus.adapters.learning_ledger import LearningLedger
 from ctxbus.api import Memory
 from ctxbus.components import injector_handler, open_embedder, open_store, retriever_handler, utc_now
@@ -29,7 +31,8 @@ from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.contract.topics import Topics
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler
 from ctxbus.injector.expiry import InjectorDeadlines
-from ctxbus.learning.handler import LearningHandler
+from ctxbus.injector.fence import AttemptsFence
+from ctxbus.learning.handler import LearningHandler, relearn
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
@@ -37,6 +40,7 @@ from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.retriever.memory_curation import MemoryCurationHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
 from ctxbus.settings import Settings
+from ctxbus.state_groups import consumer_group, state_group
 
 log = structlog.get_logger("ctxbus.wiring")
 
@@ -59,6 +63,8 @@ class Resources:
     warm: Callable[[RetrievalRequested], None] | None = None
     #: forgets an ended session's task classifications in the retriever of this process (set when it runs here)
     forget: Callable[[str], int] | None = None
+    #: closed after the consumer loops stop, before the rest (clients the loops' handlers use)
+    async_closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def warm_query(self, request: RetrievalRequested) -> None:
         """The retriever's ``warm`` when a retriever runs in this process; nothing otherwise."""
@@ -83,16 +89,11 @@ class Resources:
             self.attempts.close()
 
 
-def consumer_group(topic_prefix: str, loop: str) -> str:
-    """The consumer group of a service's consumer loop: every process running it is a member (the loop named
-    like its service, ``retriever`` or ``injector``, is the one that consumes the service's main input)."""
-    return f"{topic_prefix}.{loop}"
-
-
 @dataclass(frozen=True, slots=True)
 class RunnerSpec:
-    """One consumer loop of a service: its name (and consumer group), handler, input and outputs; a
-    ``background`` loop is off the request path (it polls an idle broker less often)."""
+    """One consumer loop of a service: its name, handler, input and outputs; a ``background`` loop is off the
+    request path (it polls an idle broker less often). ``group``: its consumer group when it is not the service's
+    shared one (a state loop's: ``state_group``); ``progress``: where it tells how far it got (read-your-writes)."""
 
     name: str
     handler: Handler
@@ -102,12 +103,21 @@ class RunnerSpec:
     background: bool = False
     #: upstream topics whose doorbell rings wake this loop too (the embedded broker's idle consumers sleep)
     wake_on: tuple[str, ...] = ()
+    group: str | None = None
+    progress: Progress | None = None
+    #: outputs marked as this loop's own answers (a group of its own whose inputs other members answer too)
+    answered_by: str | None = None
 
 
-def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]:
+def build_runners(
+    name: str, res: Resources, topics: Topics, config: KafkaClientConfig | None = None
+) -> list[RunnerSpec]:
     """The consumer loops a service runs (the injector also records agent attempts for pre-context and
-    closes the tasks an outcome ended)."""
+    closes the tasks an outcome ended). The loops that build a member's state read their whole topic in a group
+    of their own (``state_group``); the request path's loops share the service's group. ``config``: the injector's
+    pre-context then waits for the attempts recorded before its request (``ctxbus.injector.fence``)."""
     s = res.settings
+    prefix = s.topic_prefix
     if name == "retriever":
         if res.embedder is None:
             res.embedder = open_embedder(s)
@@ -140,31 +150,26 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 EventType.RETRIEVAL_REQUESTED,
                 (topics.retrieval_completed,),
             ),
-            # the store has one owner: memory sent through the bus is stored by this process, which answers
-            # every upsert once its items are searchable
-            RunnerSpec(
-                "memory",
-                MemoryUpsertHandler(res.embedder, res.store, topics, res.curation),
-                topics.memory_upserted,
-                EventType.MEMORY_UPSERTED,
-                (topics.memory_stored,),
-                background=True,
-            ),
-            # ... and forgets and pins: what was forgotten is remembered, so no upsert brings it back
+            memory_loop(res, topics, shared_store=bool(s.qdrant.url)),
+            # ... and forgets and pins: what was forgotten is remembered (by every member: every member's upserts
+            # are checked against it), so no upsert brings it back
             RunnerSpec(
                 "memory-curation",
                 MemoryCurationHandler(res.store, res.curation),
                 topics.memory_curated,
                 EventType.MEMORY_CURATED,
                 background=True,
+                group=state_group(prefix, "memory-curation", res.curation.state_id),
             ),
-            # ... and so is what outcomes teach about the injected items
+            # ... and what outcomes teach about the injected items: every member reads every injection and outcome
+            # into its own ledger, so every member's counts are the same (a function of the set of facts)
             RunnerSpec(
                 "learning-injections",
                 learning.injections,
                 topics.context_injected,
                 EventType.CONTEXT_INJECTED,
                 background=True,
+                group=state_group(prefix, "learning-injections", res.ledger.state_id),
             ),
             RunnerSpec(
                 "learning-outcomes",
@@ -172,12 +177,20 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.outcome_recorded,
                 EventType.OUTCOME_RECORDED,
                 background=True,
+                group=state_group(prefix, "learning-outcomes", res.ledger.state_id),
             ),
         ]
     if name == "injector":
         if res.attempts is None:
             res.attempts = AttemptStore(s.attempts_db)
-        injector = injector_handler(s, topics, res.metrics, embedder=res.embedder, attempts=res.attempts)
+        progress = Progress()
+        fence = None
+        if config is not None and s.precontext.fence_wait_s > 0:
+            ends = TopicEnds(config, topics.attempt_recorded, client_id="attempts-ends")
+            res.async_closers.append(ends.stop)
+            fence = AttemptsFence(ends, progress, wait_s=s.precontext.fence_wait_s, clock=utc_now)
+        injector = injector_handler(s, topics, res.metrics, embedder=res.embedder, attempts=res.attempts, fence=fence)
+        attempts_group = state_group(prefix, "attempts", res.attempts.state_id)
         return [
             RunnerSpec(
                 "injector",
@@ -194,6 +207,8 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.attempt_recorded,
                 EventType.ATTEMPT_RECORDED,
                 background=True,
+                group=attempts_group,
+                progress=progress,
             ),
             RunnerSpec(
                 "task-outcomes",
@@ -201,6 +216,7 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
                 topics.outcome_recorded,
                 EventType.OUTCOME_RECORDED,
                 background=True,
+                group=state_group(prefix, "task-outcomes", res.attempts.state_id),
             ),
         ]
     if name == "recorder":
@@ -216,6 +232,36 @@ def build_runners(name: str, res: Resources, topics: Topics) -> list[RunnerSpec]
             )
         ]
     raise ValueError(f"unknown service {name!r}; valid: {', '.join(SERVICES)}")
+
+
+def memory_loop(res: Resources, topics: Topics, *, shared_store: bool) -> RunnerSpec:
+    """Memory sent through the bus, stored by the retrievers, each answering an upsert once its items are searchable.
+
+    One Qdrant server (``shared_store``): one write reaches every member, so the members share the work in the
+    service's group, and a redelivered upsert is recognised by its answer. Embedded copies (Qdrant Edge, one per
+    member): every member stores every upsert in its own copy, in a group of its own, and answers it too (an asker
+    takes the first answer); its answers carry its group, so another member's answer never counts as its own."""
+    embedder, store, curation, ledger = res.embedder, res.store, res.curation, res.ledger
+    if embedder is None or store is None or curation is None or ledger is None:
+        raise RuntimeError("the memory loop runs beside the retriever, on its embedder, store and ledgers")
+    # an item stored after the outcomes that count for it gets their counts (a member's loops run at their own pace)
+    handler = MemoryUpsertHandler(embedder, store, topics, curation, learned=relearn(ledger, store))
+    prefix = res.settings.topic_prefix
+    if shared_store:
+        return RunnerSpec(
+            "memory", handler, topics.memory_upserted, EventType.MEMORY_UPSERTED, (topics.memory_stored,), True
+        )
+    group = state_group(prefix, "memory", curation.state_id)
+    return RunnerSpec(
+        "memory",
+        handler,
+        topics.memory_upserted,
+        EventType.MEMORY_UPSERTED,
+        (topics.memory_stored,),
+        background=True,
+        group=group,
+        answered_by=group,
+    )
 
 
 async def _when_ready(runners: list[ConsumerRunner], on_ready: Callable[[], None] | None) -> None:
@@ -267,7 +313,7 @@ async def run_services(
                     name=spec.name,
                     config=config,
                     topic=spec.topic,
-                    group_id=consumer_group(settings.topic_prefix, spec.name),
+                    group_id=spec.group or consumer_group(settings.topic_prefix, spec.name),
                     handler=spec.handler,
                     publisher=publisher,
                     dead_letter_topic=topics.dead_letter,
@@ -278,9 +324,11 @@ async def run_services(
                     schemas=schemas,
                     background=spec.background,
                     wake_on=spec.wake_on,
+                    progress=spec.progress,
+                    answered_by=spec.answered_by,
                 )
                 for name in names
-                for spec in build_runners(name, res, topics)
+                for spec in build_runners(name, res, topics, config)
             ]
             for runner in runners:
                 metrics.health.add(f"consumer:{runner.name}", runner.readiness)
@@ -290,6 +338,10 @@ async def run_services(
             try:
                 await asyncio.gather(*(r.run(stop) for r in runners))
             finally:
+                for close in res.async_closers:
+                    with contextlib.suppress(Exception):
+                        await close()
+                res.async_closers.clear()
                 waiter.cancel()
                 for runner in runners:
                     metrics.health.remove(f"consumer:{runner.name}")

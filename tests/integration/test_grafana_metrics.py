@@ -28,6 +28,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
+from ctxbus.state_groups import member_groups
 from ctxbus.wiring import Resources
 
 from .kafka_io import send_raw, wait_caught_up
@@ -154,7 +155,7 @@ async def test_every_metric_the_dashboard_queries_is_exported(
                 topics.attempt_recorded,
                 Envelope.root(attempt, project="acme/web", session_id="grafana-task", producer="test"),
             )
-        await wait_caught_up(kafka, f"{settings.topic_prefix}.attempts", topics.attempt_recorded)
+        await wait_caught_up(kafka, member_groups(settings)["attempts"], topics.attempt_recorded)
         retry = request("Fix the vehicle listings pagination", "acme/web", trigger=Trigger.RETRY, task_id="vehicles-1")
         retried = await request_injection(kafka, topics, retry, 60, client_id="t")
         assert retried.payload.context.startswith("--- RETRY CONTEXT ---")

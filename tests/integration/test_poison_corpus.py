@@ -22,6 +22,7 @@ from ctxbus.contract.serde import (
 )
 from ctxbus.contract.topics import Topics
 from ctxbus.settings import Settings
+from ctxbus.state_groups import member_groups
 from ctxbus.wiring import Resources
 
 from .kafka_io import read_all, send_raw, wait_caught_up
@@ -119,14 +120,15 @@ async def test_an_oversize_record_on_every_consumed_topic_leaves_every_service_r
     for topic in consumers:
         offsets[topic] = (await send_raw(kafka, topic, case.value, key=case.key, partition=0))[1]
     await answered_after(kafka, topics)
+    group = member_groups(settings)  # the state loops' groups are this member's own
     for topic, names in consumers.items():
         for name in names:
-            await wait_caught_up(kafka, f"{settings.topic_prefix}.{name}", topic, timeout_s=30)
+            await wait_caught_up(kafka, group[name], topic, timeout_s=30)
 
     expected = sum(len(names) for names in consumers.values())
     dead = await read_all(kafka, topics.dead_letter, expect=expected)
     seen = sorted((dlq(r, "original-topic") or "", dlq(r, "consumer-group") or "") for r in dead)
-    assert seen == sorted((t, f"{settings.topic_prefix}.{n}") for t, names in consumers.items() for n in names)
+    assert seen == sorted((t, group[n]) for t, names in consumers.items() for n in names)
     for rec in dead:
         topic, group = dlq(rec, "original-topic") or "", dlq(rec, "consumer-group") or ""
         check_dead_letter(case, rec, topic=topic, group=group, offset=offsets[topic])

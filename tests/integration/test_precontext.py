@@ -38,6 +38,7 @@ from ctxbus.core.precontext import DEFAULT_PROJECT
 from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.ports import Embedder
 from ctxbus.settings import Settings
+from ctxbus.state_groups import member_groups
 from ctxbus.wiring import Resources
 
 from .kafka_io import read_all, send_raw, wait_caught_up
@@ -105,7 +106,7 @@ async def test_attempts_become_pre_context_for_retries_fallbacks_and_helpers(
                 exit_reason="validation_failure",
             ),
         )
-    await wait_caught_up(kafka, f"{settings.topic_prefix}.attempts", topics.attempt_recorded)
+    await wait_caught_up(kafka, member_groups(settings)["attempts"], topics.attempt_recorded)
 
     retry = (await ask(kafka, topics, Trigger.RETRY)).payload
     lines = retry.context.splitlines()
@@ -144,7 +145,7 @@ async def test_a_project_never_gets_another_projects_attempts(
     default = attempt(1, validation_errors=("default's validation error",), files_created=("src/default.ts",))
     async with EventPublisher(kafka, "t") as pub:
         await pub.publish(topics.attempt_recorded, default.model_copy(update={"project": DEFAULT_PROJECT}))
-    await wait_caught_up(kafka, f"{settings.topic_prefix}.attempts", topics.attempt_recorded)
+    await wait_caught_up(kafka, member_groups(settings)["attempts"], topics.attempt_recorded)
 
     for trigger in (Trigger.RETRY, Trigger.HELPER, Trigger.FALLBACK):
         other = (await ask(kafka, topics, trigger, project="other", failed_provider="gemini")).payload
@@ -165,7 +166,7 @@ async def test_a_task_outcome_ends_the_tasks_pre_context(
         for n in (1, 2):
             await pub.publish(topics.attempt_recorded, attempt(n, validation_errors=(f"error {n}",)))
         await pub.publish(topics.attempt_recorded, attempt(3, status=AttemptStatus.COMPLETED))
-    await wait_caught_up(kafka, f"{settings.topic_prefix}.attempts", topics.attempt_recorded)
+    await wait_caught_up(kafka, member_groups(settings)["attempts"], topics.attempt_recorded)
     before = (await ask(kafka, topics, Trigger.RETRY)).payload.context
     assert before.startswith("--- RETRY CONTEXT ---\nAttempt #4 - previous attempt completed\n")
 
@@ -184,7 +185,7 @@ async def test_a_task_outcome_ends_the_tasks_pre_context(
             topics.outcome_recorded,
             Envelope.root(outcome, project="elsewhere", session_id="api_fix_vehicle_listings", producer="test"),
         )
-    await wait_caught_up(kafka, f"{settings.topic_prefix}.task-outcomes", topics.outcome_recorded)
+    await wait_caught_up(kafka, member_groups(settings)["task-outcomes"], topics.outcome_recorded)
     assert (await ask(kafka, topics, Trigger.RETRY)).payload.context == before  # none of those ends this task
 
     async with EventPublisher(kafka, "t") as pub:
@@ -193,7 +194,7 @@ async def test_a_task_outcome_ends_the_tasks_pre_context(
             Envelope.root(outcome, project="acme/web", session_id="api_fix_vehicle_listings", producer="test"),
         )
     await send_raw(kafka, topics.outcome_recorded, b"not an event")  # poison: dead-lettered, the loop goes on
-    await wait_caught_up(kafka, f"{settings.topic_prefix}.task-outcomes", topics.outcome_recorded)
+    await wait_caught_up(kafka, member_groups(settings)["task-outcomes"], topics.outcome_recorded)
     for trigger in (Trigger.RETRY, Trigger.HELPER, Trigger.FALLBACK):
         after = (await ask(kafka, topics, trigger, failed_provider="gemini")).payload
         assert "CONTEXT ---" not in after.context, trigger
@@ -202,7 +203,7 @@ async def test_a_task_outcome_ends_the_tasks_pre_context(
 
     letters = await read_all(kafka, topics.dead_letter, expect=2, timeout_s=15)
     groups = {dict(r.headers).get(HEADER_DLQ_PREFIX + "consumer-group") for r in letters}
-    assert f"{settings.topic_prefix}.task-outcomes".encode() in groups
+    assert member_groups(settings)["task-outcomes"].encode() in groups
     assert all(r.value == b"not an event" for r in letters)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxbus.adapters.sqlite import open_wal
+from ctxbus.adapters.sqlite import open_wal, state_id
 from ctxbus.contract.payloads import AttemptRecorded
 from ctxbus.core.precontext import DEFAULT_PROJECT, AttemptRecord, task_end_state
 
@@ -94,6 +94,8 @@ class AttemptStore:
         self._db = open_wal(path, "")
         try:
             self._migrate()
+            #: names the consumer groups of the loops that fill this store (see ctxbus.adapters.sqlite.state_id)
+            self.state_id = state_id(self._db)
         except BaseException:
             self._db.close()
             raise

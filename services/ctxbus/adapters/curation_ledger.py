@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxbus.adapters.sqlite import open_wal
+from ctxbus.adapters.sqlite import open_wal, state_id
 from ctxbus.core.curation import ForgetMark, PinMark
 
 _SCHEMA = """
@@ -46,6 +46,9 @@ def _seconds(value: datetime | None) -> float | None:
 class CurationLedger:
     def __init__(self, path: Path) -> None:
         self._db = open_wal(path, _SCHEMA)
+        #: names the consumer groups of the loops that fill this ledger and the store beside it
+        #: (see ctxbus.adapters.sqlite.state_id)
+        self.state_id = state_id(self._db)
         #: held by whoever reads a mark and writes by it (curation, and upserts checked against it)
         self.lock = threading.RLock()
 

@@ -44,6 +44,7 @@ from ctxbus.bench.stack import PROJECT, load_memories
 from ctxbus.bench.stats import summary
 from ctxbus.contract.topics import Topics
 from ctxbus.settings import KafkaSettings, Settings
+from ctxbus.state_groups import member_groups
 
 #: the services' dead-letter prefix (CTXBUS_SERVICE_DEAD_LETTER_PREFIX_BYTES's default, which the run keeps)
 PREFIX_BYTES = 65_536
@@ -211,7 +212,7 @@ class ChaosRun:
             self.stall = {"at_s": round(started - self.t0, 1), "seconds": round(time.perf_counter() - started, 2)}
 
     async def _poison(self, producer: chaos_load.PoisonProducer) -> None:
-        records = poison_plan(self.topics)
+        records = poison_plan(self.topics, member_groups(self.settings))
         for j, (case, topic, groups) in enumerate(records):
             await self._until(self.plan.poison_at(j, len(records)))
             while self.stalled.is_set():  # a send that times out could land twice, at an offset never learnt
@@ -233,7 +234,8 @@ class ChaosRun:
             "recorder": t.context_injected,
             "learning-injections": t.context_injected,
         }
-        groups = {f"{t.prefix}.{name}": topic for name, topic in consumed.items()}
+        group = member_groups(self.settings)  # the learning loop's group is the retriever's own
+        groups = {group[name]: topic for name, topic in consumed.items()}
         last: tuple[int, ...] = ()
         changed = time.monotonic()
         async with chaos_load.CommittedOffsets(self.config, list(groups)) as offsets:

@@ -4,6 +4,7 @@ poison goes where (and which consumer groups must dead-letter it), and the servi
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,11 +40,11 @@ class Plan:
         return self.duration_s * (0.05 + 0.85 * j / max(1, count - 1))
 
 
-def poison_plan(topics: Topics) -> list[tuple[Poison, str, tuple[str, ...]]]:
+def poison_plan(topics: Topics, groups: Mapping[str, str]) -> list[tuple[Poison, str, tuple[str, ...]]]:
     """(record, topic, the consumer groups that must dead-letter it): the whole corpus on the request topic,
     the oversize records also on the completed topic (the injector) and the injected topic (the recorder and
-    the retriever's learning loop)."""
-    group = f"{topics.prefix}.{{}}".format
+    the retriever's learning loop). ``groups``: loop -> its group (``ctxbus.wiring.member_groups``)."""
+    group = groups.__getitem__
     cases = corpus()
     plan: list[tuple[Poison, str, tuple[str, ...]]] = [
         (case, topics.retrieval_requested, (group("retriever"),)) for case in cases

@@ -18,6 +18,7 @@ from ctxbus.cli import (
     broker_bench_cmds,
     capture_bench_cmds,
     chaos_cmds,
+    fleet_cmds,
     footprint_cmds,
     idle_cmds,
     overload_cmds,
@@ -107,6 +108,7 @@ def register(sub: Any) -> None:
     for module in (
         adversarial_cmds,
         chaos_cmds,
+        fleet_cmds,
         overload_cmds,
         footprint_cmds,
         broker_bench_cmds,

@@ -10,7 +10,7 @@ logged, marks the event ``truncated`` (any text cut or compressed), and is in th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 import structlog
@@ -65,7 +65,11 @@ class InjectorHandler:
         attempts: AttemptStore | None = None,
         precontext: PreContextPolicy | None = None,
         count_tokens: Callable[[str], int] = estimate_tokens,
+        fence: Callable[[datetime | None], Awaitable[bool]] | None = None,
     ) -> None:
+        """``fence``: awaited (with the request's deadline) before a pre-context is built, so it sees every attempt
+        recorded before the request (ctxbus.injector.fence; the services' loop only)."""
+        self._fence = fence
         self._topics = topics
         self._metrics = metrics
         self._settings = settings
@@ -73,6 +77,9 @@ class InjectorHandler:
         self._attempts = attempts
         self._precontext = precontext or PreContextPolicy()
         self._count_tokens = count_tokens
+
+    def _wants_pre_context(self, request: RetrievalRequested) -> bool:
+        return request.trigger in PRECONTEXT_TRIGGERS and self._attempts is not None and bool(request.task_id)
 
     def _pre_context(self, project: str, request: RetrievalRequested) -> str:
         """Seed 003's pre-context for retry, fallback and helper requests that name their task: the
@@ -165,6 +172,8 @@ class InjectorHandler:
             raise PoisonEvent(f"the injector takes completed retrievals, not {event.event_type}")
         completed: RetrievalCompleted = event.payload
         request = completed.request
+        if self._fence is not None and self._wants_pre_context(request):
+            await self._fence(request.deadline)  # the pre-context reads every attempt recorded before the request
         started = time.perf_counter()
         try:
             hits = [to_ranked_hit(i) for i in completed.items]

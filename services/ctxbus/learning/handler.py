@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -57,11 +57,20 @@ def outcome_fact(event: AnyEnvelope) -> OutcomeFact:
 
 
 def apply(ledger: LearningLedger, store: VectorStore, keys: set[Key]) -> int:
-    """Write the current counts of ``keys`` to the store; returns how many stored items were updated."""
-    by_project: dict[str, dict[str, Feedback]] = defaultdict(dict)
-    for (project, item_id), feedback in ledger.counts(keys).items():
-        by_project[project][item_id] = feedback
-    return sum(store.set_feedback(project, items) for project, items in sorted(by_project.items()))
+    """Write the current counts of ``keys`` to the store; returns how many stored items were updated. Counted and
+    written under the ledger's ``publishing`` lock: another loop's counts, read later, are written later."""
+    with ledger.publishing:
+        by_project: dict[str, dict[str, Feedback]] = defaultdict(dict)
+        for (project, item_id), feedback in ledger.counts(keys).items():
+            by_project[project][item_id] = feedback
+        return sum(store.set_feedback(project, items) for project, items in sorted(by_project.items()))
+
+
+def relearn(ledger: LearningLedger, store: VectorStore) -> Callable[[set[Key]], int]:
+    """For the memory loop: items just written get their current counts. Learning writes an item's counts only
+    when a fact touches it, and an item not yet stored takes none; so a member that stores an item after the
+    outcomes that count for it (its memory loop behind its learning loops) would keep it at zero."""
+    return lambda keys: apply(ledger, store, keys)
 
 
 class LearningHandler:

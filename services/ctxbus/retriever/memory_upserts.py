@@ -12,7 +12,7 @@ is the event's id).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
@@ -99,26 +99,41 @@ def stored_answer(
 
 
 class MemoryUpsertHandler:
-    """``ledger``: the curation ledger; a forgotten item is refused unless explicitly re-added after its forget."""
+    """``ledger``: the curation ledger; a forgotten item is refused unless explicitly re-added after its forget.
+    ``learned``: called with the items written, so they get what outcomes already taught about them (a member
+    whose memory loop lags its learning loops, such as one that joined late, stores an item after the outcomes
+    that count for it; see ctxbus.learning.handler.relearn)."""
 
     def __init__(
-        self, embedder: Embedder, store: VectorStore, topics: Topics, ledger: CurationLedger | None = None
+        self,
+        embedder: Embedder,
+        store: VectorStore,
+        topics: Topics,
+        ledger: CurationLedger | None = None,
+        learned: Callable[[set[Key]], object] | None = None,
     ) -> None:
         self._embedder = embedder
         self._store = store
         self._topics = topics
         self._ledger = ledger
+        self._learned = learned
 
     def _write_with(
         self, headers: Sequence[tuple[str, bytes]], items: Sequence[MemoryItem], event: AnyEnvelope
     ) -> tuple[IngestReport, dict[Key, str]]:
         """Write in a worker thread (the record's headers passed in: a context variable stays in its thread)."""
+        refused: list[tuple[MemoryItem, str]] = []
         if self._ledger is None:
-            return ingest(items, self._embedder, self._store), {}
-        allow = allow_forgotten_marked(headers)
-        with self._ledger.lock:  # no forget slips in between the check and the write
-            admitted, refused = admit_items(self._ledger, items, event.emitted_at, allow_forgotten=allow)
-            return ingest(admitted, self._embedder, self._store), {(i.project, i.id): r for i, r in refused}
+            admitted = list(items)
+            report = ingest(items, self._embedder, self._store)
+        else:
+            allow = allow_forgotten_marked(headers)
+            with self._ledger.lock:  # no forget slips in between the check and the write
+                admitted, refused = admit_items(self._ledger, items, event.emitted_at, allow_forgotten=allow)
+                report = ingest(admitted, self._embedder, self._store)
+        if self._learned is not None and admitted:
+            self._learned({(i.project, i.id) for i in admitted})
+        return report, {(i.project, i.id): r for i, r in refused}
 
     async def __call__(self, event: AnyEnvelope) -> Sequence[Output]:
         if not isinstance(event.payload, MemoryUpserted):

@@ -169,7 +169,8 @@ def test_the_schedule_puts_kills_the_stall_and_the_poison_inside_the_load() -> N
 
 
 def test_the_poison_plan_puts_the_corpus_on_requests_and_oversize_on_every_service(cases: dict[str, Poison]) -> None:
-    plan = poison_plan(TOPICS)
+    names = ("retriever", "injector", "recorder", "learning-injections")
+    plan = poison_plan(TOPICS, {n: f"t.{n}" + (".s1" if n.startswith("learning") else "") for n in names})
     on = {topic: [c.name for c, t, _ in plan if t == topic] for topic in {t for _, t, _ in plan}}
     assert sorted(on[REQUESTED]) == sorted(cases)
     assert (
@@ -181,7 +182,7 @@ def test_the_poison_plan_puts_the_corpus_on_requests_and_oversize_on_every_servi
         ]
     )
     groups = {g for _, t, gs in plan if t == TOPICS.context_injected for g in gs}
-    assert groups == {"t.recorder", "t.learning-injections"}
+    assert groups == {"t.recorder", "t.learning-injections.s1"}
 
 
 def test_any_missed_figure_misses_a_target() -> None:

@@ -38,8 +38,15 @@ class AnsweredLedger:
             self.add(event_id)
 
 
-async def recent_causes(config: KafkaClientConfig, topics: Iterable[str], window: int) -> list[str]:
-    """Causation ids of the last ``window`` events of each partition of ``topics``."""
+#: the header a loop of a group of its own puts on its outputs: answers of other members are not its answers
+HEADER_ANSWERED_BY = "ctxbus-answered-by"
+
+
+async def recent_causes(
+    config: KafkaClientConfig, topics: Iterable[str], window: int, answered_by: str | None = None
+) -> list[str]:
+    """Causation ids of the last ``window`` events of each partition of ``topics`` (with ``answered_by``: only of
+    the events that carry it in their HEADER_ANSWERED_BY header)."""
     consumer = AIOKafkaConsumer(**config.consumer("ledger", None))
     await consumer.start()
     causes: list[str] = []
@@ -60,7 +67,10 @@ async def recent_causes(config: KafkaClientConfig, topics: Iterable[str], window
             batch = await consumer.getmany(*pending, timeout_ms=500)
             for records in batch.values():
                 for rec in records:
-                    cause = header_value(list(rec.headers or ()), HEADER_CAUSATION_ID)
+                    headers = list(rec.headers or ())
+                    if answered_by is not None and header_value(headers, HEADER_ANSWERED_BY) != answered_by:
+                        continue
+                    cause = header_value(headers, HEADER_CAUSATION_ID)
                     if cause:
                         causes.append(cause)
             for tp in list(pending):

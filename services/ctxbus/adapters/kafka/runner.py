@@ -35,9 +35,10 @@ from ctxbus.adapters.kafka.committer import Committer, SettledBatch
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.doorbell import Quiet
 from ctxbus.adapters.kafka.inflight import Sent
-from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
+from ctxbus.adapters.kafka.ledger import HEADER_ANSWERED_BY, AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.limits import RecordTooLarge
 from ctxbus.adapters.kafka.prepare import BatchPreparer, fetch_batch
+from ctxbus.adapters.kafka.progress import Progress
 from ctxbus.adapters.kafka.publisher import EventPublisher, PreparedRecord
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader, newer_schema_message
 from ctxbus.adapters.kafka.sender import DeadLetterSender, backoff_s
@@ -119,9 +120,16 @@ class ConsumerRunner:
         schemas: SchemaTopicReader | None = None,
         background: bool = False,
         wake_on: Sequence[str] = (),
+        progress: Progress | None = None,
+        answered_by: str | None = None,
     ) -> None:
         """``background``: a consumer off the request path (it polls an idle broker less often); ``wake_on``:
-        upstream topics whose doorbell rings wake it too (it is fetching by the time its input comes)."""
+        upstream topics whose doorbell rings wake it too (it is fetching by the time its input comes); ``progress``:
+        where it tells how far it has handled each partition (read-your-writes waits on it: ctxbus.injector.fence);
+        ``answered_by``: a loop in a group of its own beside others that answer the same inputs marks its outputs
+        with it, and counts only those as its answers after a restart."""
+        self._answered_by = answered_by
+        self.progress = progress or Progress()
         self.name = name
         self._background = background
         self._wake_on = tuple(wake_on)
@@ -195,7 +203,7 @@ class ConsumerRunner:
         """Add the causes on the tail of the output topics to the answered ledger."""
         self.ledger_stale = False
         if self._output_topics:
-            causes = await recent_causes(self._config, self._output_topics, LEDGER_WINDOW)
+            causes = await recent_causes(self._config, self._output_topics, LEDGER_WINDOW, self._answered_by)
             self._answered.extend(causes)
             log.info("ledger_refreshed", service=self.name, answered=len(self._answered))
 
@@ -245,13 +253,15 @@ class ConsumerRunner:
 
     async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
         """``ctxbus_consumer_lag``: per assigned partition, the highwater the last fetch reported minus the
-        position (after the batch is processed: what is left to read). Unfetched partitions are skipped."""
+        position (after the batch is processed: what is left to read). Unfetched partitions are skipped. The position
+        is also the loop's progress there: every record before it is handled (just assigned: the committed offset)."""
         for tp in consumer.assignment():
             high = consumer.highwater(tp)
             if high is None:
                 continue
             with contextlib.suppress(IllegalStateError):  # revoked meanwhile
                 position = await consumer.position(tp)
+                await self.progress.advance(tp.partition, position)
                 self._metrics.consumer_lag.labels(self.name, tp.topic, str(tp.partition)).set(max(0, high - position))
 
     async def _process_batch(
@@ -273,6 +283,7 @@ class ConsumerRunner:
                 sent = await self._process(msg, event)
                 if sent is not None:
                     in_flight.append(sent)
+                await self.progress.advance(tp.partition, msg.offset + 1)
                 index += 1
         # settled and committed behind the loop, which fetches the next batch meanwhile (see committer)
         offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
@@ -328,6 +339,11 @@ class ConsumerRunner:
             sent = Sent(msg, event_id, str(event.correlation_id), started)
             try:  # every output is sized before any is sent
                 sent.records = [self._publisher.prepare(out.topic, out.event) for out in outputs]
+                if self._answered_by is not None:
+                    mark = (HEADER_ANSWERED_BY, self._answered_by.encode())
+                    sent.records = [
+                        self._publisher.prepare_raw(r.topic, r.value, r.key, [*r.headers, mark]) for r in sent.records
+                    ]
             except RecordTooLarge as exc:
                 await self._letters.send(msg, exc, attempts=1, reason="output_too_large")
                 return None
