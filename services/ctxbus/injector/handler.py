@@ -133,14 +133,17 @@ class InjectorHandler:
         compression and tags of what the budget let in (``ctxbus.core.fingerprint.as_injected``)."""
         by_key = {(h.item.project, h.item.id): h for h in hits}
         chosen = [by_key[(i.project, i.id)] for i in result.items if (i.project, i.id) in by_key]
-        kept = sum(self._count_tokens(i.embedding_text()) for i in result.items)
-        whole = sum(self._count_tokens(h.item.embedding_text()) for h in chosen)
+        ratio = 1.0  # nothing cut (the common case): no second count of the items' tokens on the request path
+        if result.shortened:
+            kept = sum(self._count_tokens(i.embedding_text()) for i in result.items)
+            whole = sum(self._count_tokens(h.item.embedding_text()) for h in chosen)
+            ratio = compression_kept(kept, whole)
         return as_injected(
             decode_components(completed.fingerprint_components),
             result.items,
             [tier_of(h, completed.request.task_id) for h in chosen],
             tokens=tokens,
-            compression_ratio=compression_kept(kept, whole),
+            compression_ratio=ratio,
         )
 
     def _prime(
