@@ -25,6 +25,7 @@ from ctxbus.wiring import Resources, run_gateway
 from .kafka_io import read_all
 from .slack import ROOMY_HOOK_MS
 from .test_hooks import context_of, hook_env, make_repo, prompt_input, run_hook
+from .test_pattern_sync import gateway
 
 pytestmark = pytest.mark.integration
 
@@ -115,24 +116,14 @@ async def test_a_session_start_the_pipeline_answers_empty_gets_the_file_and_that
     pending = state.pending(str(repo), "weak/app")
     assert pending is not None
     state.record("weak/app", pending)
-    gw = settings.model_copy(
-        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=ROOMY_HOOK_MS)}
-    )
-    stop, ports = asyncio.Event(), []
-    task = asyncio.create_task(run_gateway(gw, kafka, Metrics(), stop, on_ready=ports.append))
-    try:
-        while not ports:
-            await asyncio.sleep(0.05)
+    async with gateway(settings, kafka, timeout_ms=ROOMY_HOOK_MS) as port:
         env = hook_env(
-            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{ports[0]}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
+            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
         )
         start = json.dumps({"session_id": "s-0", "cwd": str(repo), "hook_event_name": "SessionStart"}).encode()
         done, _ = await asyncio.to_thread(run_hook, env, "session-start", start, repo)
         assert "### Password reset revokes sessions" in context_of(done, "SessionStart")
         await until_shipped(settings.data_dir)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
     empty, fallback = await injected_events(kafka, topics, expect=2)  # the pipeline's, then the file's
     assert not empty.payload.context and empty.payload.empty_reason
     assert fallback.correlation_id == empty.correlation_id and fallback.causation_id == empty.event_id

@@ -48,10 +48,13 @@ HOME_PATTERNS = {
 
 
 @contextlib.asynccontextmanager
-async def gateway(settings: Settings, kafka: KafkaClientConfig, **hook: object) -> AsyncIterator[int]:
+async def gateway(
+    settings: Settings, kafka: KafkaClientConfig, resources: Resources | None = None, **hook: object
+) -> AsyncIterator[int]:
+    """A real gateway on a free port (its port yielded); with ``resources``, the store's owner in its process."""
     gw = settings.model_copy(update={"gateway": GatewaySettings(port=0), "hook": HookSettings(**hook)})  # type: ignore[arg-type]
     stop, ports = asyncio.Event(), []
-    task = asyncio.create_task(run_gateway(gw, kafka, Metrics(), stop, on_ready=ports.append))
+    task = asyncio.create_task(run_gateway(gw, kafka, Metrics(), stop, on_ready=ports.append, resources=resources))
     while not ports:
         assert not task.done(), task
         await asyncio.sleep(0.05)

@@ -16,9 +16,8 @@ import pytest
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.contract.serde import EventDeserializer
 from ctxbus.contract.topics import Topics
-from ctxbus.observability import Metrics
-from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import Resources, run_gateway
+from ctxbus.settings import Settings
+from ctxbus.wiring import Resources
 
 from .kafka_io import read_all
 from .slack import ROOMY_HOOK_MS
@@ -156,19 +155,9 @@ async def test_deleting_a_named_file_marks_its_items_stale_at_the_next_session_s
     (repo / "ledger").mkdir()
     (repo / "ledger" / "money.py").write_text("class Money:\n    cents: int\n")
     commit_all(repo)
-    gw = settings.model_copy(
-        update={"gateway": GatewaySettings(port=0), "hook": HookSettings(timeout_ms=ROOMY_HOOK_MS)}
-    )
-    stop, ports = asyncio.Event(), []
-    task = asyncio.create_task(
-        run_gateway(gw, kafka, Metrics(), stop, on_ready=ports.append, resources=running_pipeline)
-    )
-    try:
-        async with asyncio.timeout(30):
-            while not ports:
-                await asyncio.sleep(0.05)
+    async with gateway(settings, kafka, running_pipeline, timeout_ms=ROOMY_HOOK_MS) as port:
         env = hook_env(
-            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{ports[0]}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
+            tmp_path, CTXBUS_GATEWAY_URL=f"http://127.0.0.1:{port}", CTXBUS_HOOK_TIMEOUT_MS=str(ROOMY_HOOK_MS)
         )
         await asyncio.to_thread(run_hook, env, "session-start", session_start(repo), repo)
         async with asyncio.timeout(30):
@@ -185,6 +174,3 @@ async def test_deleting_a_named_file_marks_its_items_stale_at_the_next_session_s
         assert marked.stale == "deleted: ledger/money.py" and marked.stale_since is not None
         (layout,) = store.get("ledgerly/api", ["CLAUDE#where-things-are"])
         assert layout.stale is None  # names no file: never judged
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
