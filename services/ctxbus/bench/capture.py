@@ -1,6 +1,6 @@
 """``ctxbus bench capture``: session capture judged on the labelled corpus (issue 23).
 
-For each part (``fit``: rules may be tuned on it; ``heldout``: judged only) under ``bench/data/capture/<part>/``:
+For each part (``fit``: rules may be tuned on it; ``heldout`` and ``heldout2``: judged only) under ``bench/data/capture/<part>/``:
 every session's transcript goes through the capture engine as the gateway runs it (the same redaction call site,
 :mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
 (:mod:`ctxbus.bench.capture_score`): capture precision, lesson recall, planted secrets found in stored items, and
@@ -30,7 +30,9 @@ from ctxbus.capture.redaction import capture_redactor
 from ctxbus.memory.model import MemoryItem
 
 DEFAULT_DIR = Path(__file__).parent / "data" / "capture"
-PARTS = ("fit", "heldout")
+PARTS = ("fit", "heldout", "heldout2")
+#: the parts judged against the done-when targets (no rule tuned on them)
+JUDGED = ("heldout", "heldout2")
 TOP = 3
 #: done-when targets on the held-out part (issue 23)
 TARGETS = {"precision": 0.8, "recall": 0.7, "top3": 0.7, "secrets": 0}
@@ -216,7 +218,7 @@ def _pct(value: float | None, interval: list[float] | None = None) -> str:
 
 def print_report(result: dict[str, Any], *, verbose: bool = False) -> None:
     if not result:
-        print("ctxbus bench capture: no labelled part found (bench/data/capture/<fit|heldout>/labels.jsonl)")
+        print("ctxbus bench capture: no labelled part found (bench/data/capture/<fit|heldout|heldout2>/labels.jsonl)")
     for part, r in result.items():
         print(
             f"ctxbus bench capture, part {part}: {r['sessions']} sessions, {r.get('projects', 0)} projects "
@@ -251,7 +253,7 @@ def print_report(result: dict[str, Any], *, verbose: bool = False) -> None:
             )
         print(f"  planted secrets found in stored items: {r['secrets_stored']} (of {r['secrets_planted']} planted)")
         print(f"  capture CPU {r['cpu_s_per_mb']} s per MB of transcript ({r['cpu_s']} s over {r['transcript_mb']} MB)")
-        if part == "heldout":
+        if part in JUDGED:
             met = [
                 (r["precision"] or 0) >= TARGETS["precision"],
                 (r["recall"] or 0) >= TARGETS["recall"],

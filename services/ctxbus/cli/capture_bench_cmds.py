@@ -14,8 +14,12 @@ def register_bench(bsub: Any) -> None:
         help="session capture on the labelled transcripts: precision, lesson recall, the earlier lesson in a later "
         "task's top 3, planted secrets stored, CPU per MB (fit and held-out parts apart)",
     )
-    bench.add_argument("--part", choices=("fit", "heldout"), help="one part only (default: both, printed apart)")
-    bench.add_argument("--data", type=Path, help="the corpus directory holding fit/ and heldout/ (default: shipped)")
+    bench.add_argument(
+        "--part", choices=("fit", "heldout", "heldout2"), help="one part only (default: both, printed apart)"
+    )
+    bench.add_argument(
+        "--data", type=Path, help="the corpus directory holding fit/, heldout/ and heldout2/ (default: shipped)"
+    )
     bench.add_argument("--no-retrieval", action="store_true", help="skip the later tasks (no embedder, no store)")
     bench.add_argument("--verbose", action="store_true", help="list the wrong items and missed lessons per session")
     bench.add_argument(
@@ -32,7 +36,10 @@ def cmd_bench_capture(args: argparse.Namespace) -> int:
     import sys  # noqa: PLC0415
 
     from ctxbus.bench import capture  # noqa: PLC0415
+    from ctxbus.observability import configure_logging  # noqa: PLC0415
 
+    # the retriever logs every answer at info: the report (and --json) is stdout's alone
+    configure_logging("WARNING", stream=sys.stderr)
     if args.stop_latency:
         from ctxbus.bench import capture_latency  # noqa: PLC0415
 
