@@ -337,6 +337,9 @@ class CaptureSettings(BaseSettings):
     max_transcript_bytes: int = Field(default=8_000_000, ge=10_000, le=200_000_000)
     #: captures waiting for the gateway's background worker (more are dropped and logged)
     queue: int = Field(default=1_000, ge=1, le=100_000)
+    #: how long a capture waits after its hook's answer before it starts: the hook process exits and Claude Code
+    #: goes on first, instead of sharing a laptop's few cores with the transcript read and the items' embedding
+    delay_ms: int = Field(default=300, ge=0, le=10_000)
     #: seed 002's SessionEnd update: write a session's lessons back to the project's learned-pattern file
     #: (``CTXBUS_CAPTURE_WRITE_PATTERNS=1``; the user's own patterns stay byte-identical)
     write_patterns: bool = False

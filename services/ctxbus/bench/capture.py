@@ -1,8 +1,8 @@
 """``ctxbus bench capture``: session capture judged on the labelled corpus (issue 23).
 
-For each part (``fit``: rules may be tuned on it; ``heldout`` and ``heldout2``: judged only) under ``bench/data/capture/<part>/``:
-every session's transcript goes through the capture engine as the gateway runs it (the same redaction call site,
-:mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
+For each part under ``bench/data/capture/<part>/`` (``fit``: rules may be tuned on it; ``heldout``, ``heldout2``:
+judged only): every session's transcript goes through the capture engine as the gateway runs it (the same
+redaction call site, :mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
 (:mod:`ctxbus.bench.capture_score`): capture precision, lesson recall, planted secrets found in stored items, and
 capture CPU per MB of transcript. Then each project's captured items are stored through the real ingestion in a
 fresh embedded store, and every ``later_tasks.jsonl`` prompt is answered by the real retriever: how often the

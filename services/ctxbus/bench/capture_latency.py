@@ -7,7 +7,9 @@ test, fixes it and passes it (``bench/data/outcomes/020_pytest_fail_then_fixed.j
 capture on, every Stop makes the gateway read the transcript, capture it and publish its items (the store's owner
 embeds them) after answering. The wall time of each hook process, spawn to exit, is what Claude Code waits for.
 Paired rounds see the same machine load; the report gives both p50s, their ratio and a bootstrap interval of the
-paired difference.
+paired difference. Rounds are ``gap_s`` apart (1 s by default), as Stop hooks are at least a turn apart: a capture
+(which starts ``CTXBUS_CAPTURE_DELAY_MS`` after its answer) then runs between rounds, as it does in use, not during
+the next hook (``--gap-ms 0``: back to back, the worst case on a 2-core machine).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _stop(command: list[str], env: dict[str, str], repo: Path, transcript: Path,
     return wall, done.returncode == 0 and done.stdout.strip() == b"{}"
 
 
-def run(rounds: int) -> dict[str, Any]:
+def run(rounds: int, gap_s: float = 1.0) -> dict[str, Any]:
     python, script = launcher()
     command = [python, "-S", script, "stop"]
     on_ms: list[float] = []
@@ -60,6 +62,7 @@ def run(rounds: int) -> dict[str, Any]:
         transcript = root / "session.jsonl"
         transcript.write_bytes(TRANSCRIPT.read_bytes())
         for i in range(rounds + WARMUP):
+            time.sleep(gap_s)
             order = [(on_repo, on_ms), (off_repo, off_ms)]
             if i % 2:
                 order.reverse()
@@ -73,6 +76,7 @@ def run(rounds: int) -> dict[str, Any]:
     on, off = summary(on_ms), summary(off_ms)
     return {
         "rounds": rounds,
+        "gap_s": gap_s,
         "transcript_bytes": TRANSCRIPT.stat().st_size,
         "capture_on_ms": on,
         "capture_off_ms": off,
@@ -87,7 +91,10 @@ def run(rounds: int) -> dict[str, Any]:
 
 def print_report(result: dict[str, Any]) -> None:
     on, off = result["capture_on_ms"], result["capture_off_ms"]
-    print(f"ctxbus bench capture --stop-latency: {result['rounds']} paired Stop hooks, a fresh process each")
+    print(
+        f"ctxbus bench capture --stop-latency: {result['rounds']} paired Stop hooks, a fresh process each, "
+        f"rounds {result['gap_s']:g} s apart"
+    )
     print(f"  capture on : p50 {on['p50']:.1f} ms  p95 {on['p95']:.1f} ms  max {on['max']:.1f} ms")
     print(f"  capture off: p50 {off['p50']:.1f} ms  p95 {off['p95']:.1f} ms  max {off['max']:.1f} ms")
     diff = result["paired_difference_ms"]

@@ -28,6 +28,9 @@ def register_bench(bsub: Any) -> None:
         help="instead: the Stop hook's latency with capture on and off, paired, on one running stack",
     )
     bench.add_argument("--rounds", type=int, default=60, help="--stop-latency: paired Stop hooks (60)")
+    bench.add_argument(
+        "--gap-ms", type=int, default=1000, help="--stop-latency: between two rounds (1000; 0: back to back)"
+    )
     bench.add_argument("--json", action="store_true")
     bench.set_defaults(handler=cmd_bench_capture)
 
@@ -43,7 +46,7 @@ def cmd_bench_capture(args: argparse.Namespace) -> int:
     if args.stop_latency:
         from ctxbus.bench import capture_latency  # noqa: PLC0415
 
-        latency = capture_latency.run(args.rounds)
+        latency = capture_latency.run(args.rounds, args.gap_ms / 1000.0)
         if args.json:
             print(capture.as_json(latency))
         else:

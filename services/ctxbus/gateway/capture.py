@@ -25,6 +25,7 @@ import contextlib
 import fnmatch
 import hashlib
 import os
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,7 +149,9 @@ class SessionCapture:
         #: the project's learned-pattern file (relative to its root): a SessionEnd writes the lessons back to it
         #: when ``write_patterns`` is on
         self._patterns_file = patterns_file
-        self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(maxsize=settings.queue)
+        #: (hook event, hook input, when its answer was written)
+        self._queue: asyncio.Queue[tuple[str, dict[str, Any], float]] = asyncio.Queue(maxsize=settings.queue)
+        self._delay_s = settings.delay_ms / 1000.0
         self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
         self._worker: asyncio.Task[None] | None = None
         #: captures done, by result (tests and the log read it)
@@ -166,7 +169,7 @@ class SessionCapture:
         if self._worker is None:
             self._worker = asyncio.create_task(self._work())
         try:
-            self._queue.put_nowait((event, hook_input))
+            self._queue.put_nowait((event, hook_input, time.monotonic()))
         except asyncio.QueueFull:
             self._count("dropped_queue_full")
             log.warning("capture_dropped", hook_event=event, reason="queue full")
@@ -189,8 +192,11 @@ class SessionCapture:
 
     async def _work(self) -> None:
         while True:
-            event, hook_input = await self._queue.get()
+            event, hook_input, answered_at = await self._queue.get()
             try:
+                wait = answered_at + self._delay_s - time.monotonic()
+                if wait > 0:  # the hook's process exits first (docs/capture.md: the Stop hook's latency)
+                    await asyncio.sleep(wait)
                 self._count(await self._capture(event, hook_input))
             except asyncio.CancelledError:
                 raise

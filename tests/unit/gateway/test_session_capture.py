@@ -4,6 +4,7 @@ The publisher records what it is given (the broker path: tests/integration/test_
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,19 @@ def test_a_pattern_file_ctxbus_cannot_read_is_left_as_it_is(tmp_path: Path) -> N
     assert json.loads((fresh / ".claude" / "learned_patterns.json").read_text())["patterns"][0]["pattern_id"] == (
         "ctxbus-l"
     )
+
+
+async def test_capture_waits_its_delay_after_the_answer_before_it_reads_anything(tmp_path: Path) -> None:
+    """The hook's own process exits first: a capture started at once would share the CPU with it."""
+    root = repo(tmp_path)
+    path = session_file(root)
+    recorder = Recorder()
+    capture = SessionCapture(Topics("t"), recorder, CaptureSettings(delay_ms=10_000))  # type: ignore[arg-type]
+    capture.after_answer("Stop", stop(root, path))
+    with pytest.raises(TimeoutError):  # a capture that did not wait is done long before (a slow machine: later)
+        await asyncio.wait_for(asyncio.shield(capture.idle()), 3.0)
+    assert recorder.events == [] and capture.results == {}
+    await capture.close()
+    prompt = SessionCapture(Topics("t"), recorder, CaptureSettings(delay_ms=0))  # type: ignore[arg-type]
+    await run(prompt, stop(root, path))
+    assert recorder.rules() == ["failure_fix", "episode"]
