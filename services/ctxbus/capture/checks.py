@@ -6,6 +6,11 @@ not hold: ``terraform``/``tofu`` ``validate`` and ``plan`` and ``fmt -check``, p
 ``tflint``, ``tfsec``, ``hadolint``, ``kube-linter``, ``actionlint``, ``shellcheck``), ``helm lint``,
 ``cargo publish --dry-run``/``cargo package``, Django's ``manage.py migrate|makemigrations --check|check``,
 ``alembic upgrade``, ``prisma validate``. A failure of one of them is fixed like a test's.
+
+Any other command is a check by its own repetition (:func:`repeated_key`): a command of a stack neither list knows
+(``xcodebuild test``, ``php artisan test``, a project's ``./scripts/check``) that fails, is edited for, and then
+passes when run again is fixed like a test, keyed by its program and subcommand. Commands that only look, move
+files, fetch or talk to git's remotes are never checks that way.
 """
 
 from __future__ import annotations
@@ -46,6 +51,142 @@ _SCANNERS = {
     "kubeconform": LINT,
 }
 MAX_CHARS = 4_000
+#: programs whose failure and later success say nothing about a fix: they look, move, fetch, or manage processes
+_NOT_CHECKS = frozenset(
+    {
+        "cat",
+        "ls",
+        "ll",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "grep",
+        "egrep",
+        "rg",
+        "ag",
+        "ack",
+        "find",
+        "fd",
+        "cd",
+        "pwd",
+        "echo",
+        "printf",
+        "which",
+        "type",
+        "whereis",
+        "file",
+        "stat",
+        "wc",
+        "du",
+        "df",
+        "tree",
+        "git",
+        "gh",
+        "glab",
+        "curl",
+        "wget",
+        "http",
+        "ssh",
+        "scp",
+        "rsync",
+        "rm",
+        "mkdir",
+        "rmdir",
+        "cp",
+        "mv",
+        "ln",
+        "touch",
+        "chmod",
+        "chown",
+        "sed",
+        "awk",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "diff",
+        "open",
+        "xdg-open",
+        "kill",
+        "pkill",
+        "killall",
+        "ps",
+        "top",
+        "htop",
+        "sleep",
+        "true",
+        "false",
+        "test",
+        "[",
+        "export",
+        "source",
+        ".",
+        "set",
+        "unset",
+        "alias",
+        "history",
+        "man",
+        "jq",
+        "yq",
+        "tar",
+        "unzip",
+        "zip",
+        "gzip",
+        "xargs",
+        "tee",
+        "lsof",
+        "netstat",
+        "ss",
+        "ping",
+        "dig",
+        "nslookup",
+        "date",
+        "whoami",
+        "id",
+        "uname",
+        "clear",
+        "exit",
+        "read",
+        "code",
+        "vim",
+        "vi",
+        "nano",
+        "emacs",
+        "say",
+        "osascript",
+        "pbcopy",
+        "pbpaste",
+        "brew",
+        "apt",
+        "apt-get",
+        "docker-compose",
+        "kubectl",
+        "aws",
+        "gcloud",
+        "az",
+        "heroku",
+        "fly",
+        "vercel",
+        "psql",
+        "mysql",
+        "sqlite3",
+        "redis-cli",
+        "mongosh",
+        "python",
+        "python3",
+        "node",
+        "ruby",
+        "php",
+        "perl",
+        "bash",
+        "sh",
+        "zsh",
+    }
+)
+#: program -> the subcommands that make it a check by repetition (an interpreter runs a script or a tool's CLI)
+_RUNNERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "zsh"})
+_SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_.-]*$")
 
 
 def _words(segment: str) -> list[str]:
@@ -106,6 +247,35 @@ def extra_check(segment: str) -> Check | None:
         return Check("alembic upgrade", BUILD)
     if head == "prisma" and sub in {"validate", "migrate"}:
         return Check(f"prisma {sub}", BUILD)
+    return None
+
+
+def repeated_key(command: str) -> str | None:
+    """What identifies a command no check list knows, as a check by repetition: its program (basename) and up to
+    two subcommand words (``xcodebuild test``, ``php artisan test``); None for commands that only look, move files,
+    fetch, or run an interpreter on nothing named. The first such segment of a command line decides."""
+    for segment in _SPLIT.split(command or ""):
+        words = _words(segment)
+        if not words:
+            continue
+        head = words[0].rsplit("/", 1)[-1]
+        if head in _NOT_CHECKS and head not in _RUNNERS:
+            continue
+        subs: list[str] = []
+        for word in words[1:]:
+            if len(subs) == 2 or not _SUBCOMMAND.match(word):
+                break
+            subs.append(word)
+        if head in _RUNNERS:
+            # ``php artisan test``, ``python manage.py check``, ``bash scripts/ci.sh``: the script is the check
+            if any(w in {"-c", "-e", "--eval", "-r", "-i"} for w in words[1:]):
+                continue  # code given inline: no script to name
+            rest = words[1:]
+            script = rest[rest.index("-m") + 1] if "-m" in rest[:-1] else next((w for w in rest if w[:1] != "-"), "")
+            if not script:
+                continue
+            return " ".join([head, script.rsplit("/", 1)[-1], *subs[1:2]])[:120]
+        return " ".join([head, *subs])[:120]
     return None
 
 

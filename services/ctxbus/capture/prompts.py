@@ -73,17 +73,22 @@ def _is_rule(sentence: str) -> bool:
 
 def rule_in(prompt: str) -> Rule | None:
     """The standing rule a prompt after an assistant turn states, else None. The quote is the sentences that
-    state it (the rejection that opens it included), clipped."""
+    state it (the rejection that opens it included) and the sentence after each (its reason or the alternative),
+    clipped."""
     text = prompt.strip()
     if not text or remembered(text) is not None:
         return None
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-    chosen: list[str] = []
+    chosen: list[int] = []
     for i, sentence in enumerate(sentences[:8]):
         body = _REJECT.sub("", sentence, count=1) if i == 0 else sentence
         if body and _is_rule(body):
-            chosen.append(sentence)
+            chosen.append(i)
     if not chosen:
         return None
-    quote = " ".join(" ".join(chosen).split())[:QUOTE_CHARS]
-    return Rule(quote, negative=bool(_NEGATIVE.search(quote)))
+    # a rule's next sentence says why, or what to do instead ("... we pin it to a fixed date"): the user's words
+    # in full are what a later reader needs, not the imperative alone
+    kept = sorted({j for i in chosen for j in (i, i + 1) if j < len(sentences) and not sentences[j].endswith("?")})
+    negative = bool(_NEGATIVE.search(" ".join(sentences[i] for i in chosen)))
+    quote = " ".join(" ".join(sentences[i] for i in kept).split())[:QUOTE_CHARS]
+    return Rule(quote, negative=negative)

@@ -163,7 +163,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
             line = " ".join(match.group(0).split())[:HEADLINE_CHARS]
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
-    ordered = sorted(at, key=lambda line: at[line])[:ERROR_LINES]
+    ordered = sorted(at, key=lambda line: at[line])[:ERROR_LINES] or _plain_error_lines(text)
     headline = ordered[0] if ordered else ""
     if not headline:
         headline = " ".join(detail.split())[:HEADLINE_CHARS]
@@ -173,6 +173,29 @@ def signature_of(output: str, detail: str = "") -> Signature:
         if "site-packages" not in path and "node_modules" not in path and path not in locations:
             locations.append(path)
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
+
+
+#: words that state a failure in any tool's own words (for output no pattern above knows)
+_FAILURE_WORDS = re.compile(
+    r"\b(?:errors?|fail(?:ed|s|ure)?|fatal|cannot|can't|could not|couldn't|unable|undefined|unused|not found|"
+    r"no such|invalid|denied|mismatch|unexpected|missing|warning|violations?|refused|rejected|aborted|panic)\b",
+    re.I,
+)
+#: summary lines that count failures rather than state one
+_TALLY = re.compile(r"^\W*(?:\d+ (?:errors?|failures?|warnings?|failed)\b|exit code \d+|error: exit code)", re.I)
+
+
+def _plain_error_lines(text: str) -> tuple[str, ...]:
+    """The first lines that state a failure in the tool's own words, when no known shape matched."""
+    found: list[str] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())[:HEADLINE_CHARS]
+        if len(line) < 8 or line in found or _TALLY.match(line) or not _FAILURE_WORDS.search(line):
+            continue
+        found.append(line)
+        if len(found) == ERROR_LINES:
+            break
+    return tuple(found)
 
 
 _ENV_PREFIX = re.compile(r"^(?:\s*[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")

@@ -105,10 +105,15 @@ class EditStep:
 
 @dataclass(frozen=True, slots=True)
 class ShellStep:
-    """A Bash call that runs no check (an install, a git command ...): context for what the user said next."""
+    """A Bash call that runs no check capture knows (an install, a git command, a tool of a stack it has no rule
+    for): context for what the user said next, and, when it failed, an error the same command may later pass."""
 
     command: str
     span: Span = Span()
+    #: it exited non-zero (not interrupted)
+    failed: bool = False
+    #: its output's end, kept when it failed
+    output: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +266,12 @@ class TranscriptSteps:
             tool_error=is_error,
             span=span,
         )
-        return step if step is not None else ShellStep(" ".join(command.split())[:COMMAND_CHARS], span)
+        if step is not None:
+            return step
+        failed = is_error and not interrupted and (exit_code_in(result_text) or 1) != 0
+        return ShellStep(
+            " ".join(command.split())[:COMMAND_CHARS], span, failed, text[-OUTPUT_CHARS:] if failed else ""
+        )
 
 
 def transcript_steps(data: bytes, base: int = 0) -> tuple[list[Step], str | None]:
@@ -287,8 +297,6 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if name not in SHELL_TOOLS or not isinstance(command, str):
         return None
-    if main_check(command) is None:
-        return ShellStep(" ".join(command.split())[:COMMAND_CHARS])
     response = hook_input.get("tool_response")
     if isinstance(response, dict):
         output = f"{response.get('stdout') or ''}\n{response.get('stderr') or ''}"
@@ -297,6 +305,11 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
     error = hook_input.get("error")
     if isinstance(error, str):
         output = f"{error}\n{output}"
+    if main_check(command) is None:
+        failed = event == "PostToolUseFailure" and not (isinstance(response, dict) and response.get("interrupted"))
+        return ShellStep(
+            " ".join(command.split())[:COMMAND_CHARS], Span(), failed, output[-OUTPUT_CHARS:] if failed else ""
+        )
     families = tuple(check_key(c) for c in checks_in(command))
     run = tool_evidence(hook_input)  # the outcome inference's reading of the result, when it knows the check
     if run is not None:

@@ -56,3 +56,13 @@ def test_a_prohibition_is_negative_and_a_preference_is_not() -> None:
 def test_remember_prompts_in_any_case() -> None:
     assert remembered("Remember: the API is versioned by header") == "the API is versioned by header"
     assert remembered("please remember: x") == "x" and remembered("I remember it") is None
+
+
+def test_a_rule_keeps_the_sentence_after_it_the_reason_or_what_to_do_instead() -> None:
+    rule = rule_in(
+        "don't run the whole e2e suite in the foreground, it takes ages. have a subagent do it and tell me the "
+        "result. what do you think?"
+    )
+    assert rule is not None and rule.negative
+    assert rule.quote.endswith("have a subagent do it and tell me the result.")
+    assert "what do you think" not in rule.quote

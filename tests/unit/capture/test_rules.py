@@ -149,3 +149,46 @@ def test_redaction_is_applied_to_every_text_it_stores() -> None:
         t.data(), SessionFacts("p", "s", "Stop", None, NOW), redact=lambda s: s.replace("abc-SECRET-123", "[x]")
     )
     assert items and all("SECRET" not in i.content and "SECRET" not in i.title for i in items)
+
+
+BAZEL_FAIL = """INFO: Analyzed target //server:handler_test (0 packages loaded, 0 targets configured).
+FAIL: //server:handler_test (see /home/dev/.cache/bazel/testlogs/server/handler_test/test.log)
+server/handler_test.cc:41: Failure
+Expected equality of these values: status.code() Which is: 404
+INFO: Build completed, 1 test FAILED, 2 total actions
+"""
+BAZEL_PASS = "INFO: Build completed successfully, 3 total actions\n//server:handler_test PASSED in 0.4s\n"
+
+
+def test_a_command_no_list_knows_is_a_check_by_its_repetition() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("the handler answers 404 for an empty body, it should be 400")
+        .bash("bazel test //server:handler_test", BAZEL_FAIL, code=3)
+        .edit("server/handler.cc", "return NotFound();", 'return BadRequest("empty body");')
+        .bash("bazel test //server:handler_test --test_output=errors", BAZEL_PASS)
+        .say("Empty bodies now get 400.")
+    )
+    items = capture(t)
+    fixes = [i for i in items if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1
+    assert "handler.cc" in fixes[0].content and "handler_test.cc:41: Failure" in fixes[0].content
+    assert "bazel test //server:handler_test" in fixes[0].content
+
+
+def test_looking_commands_and_failures_that_say_nothing_are_no_checks() -> None:
+    looked = (
+        Transcript("s1")
+        .prompt("where is the handler config?")
+        .bash("cat config/handler.yaml", "cat: config/handler.yaml: No such file or directory", code=1)
+        .write("config/handler.yaml", "timeout: 5\n")
+        .bash("cat config/handler.yaml", "timeout: 5")
+    )
+    silent = (
+        Transcript("s2")
+        .prompt("run the smoke script")
+        .bash("./scripts/smoke.sh", "", code=1)
+        .edit("scripts/smoke.sh", "set -e", "set -eu")
+        .bash("./scripts/smoke.sh", "")
+    )
+    assert "failure_fix" not in rules(capture(looked)) + rules(capture(silent))

@@ -61,3 +61,31 @@ def test_other_tools_and_events_are_no_steps() -> None:
     assert hook_step(hook("PostToolUse", "Bash", {"command": "ls"}, {"stdout": "a"})) == ShellStep("ls")  # context
     assert hook_step({"hook_event_name": "Stop"}) is None
     assert hook_step({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}) == PromptStep("hi", after_answer=False)
+
+
+def test_output_of_no_known_shape_is_stated_by_its_lines_that_say_what_failed() -> None:
+    output = (
+        "Compiling relay v0.4.0\n3 warnings emitted\n"
+        'warning: variable "limit" is unused (if the variable is not meant to be used, prefix it with _)\n'
+        "  lib/relay_web/plugs/rate_limit.ex:31\nCompilation failed due to warnings while using --warnings-as-errors\n"
+    )
+    sig = signature_of(output)
+    assert sig.lines[0].startswith('warning: variable "limit" is unused')
+    assert "Compilation failed due to warnings" in " ".join(sig.lines)
+    assert not any(line.startswith("3 warnings") for line in sig.lines)  # a tally states no error
+
+
+def test_hook_inputs_of_a_command_no_list_knows_give_its_fix_by_repetition() -> None:
+    failing = "FAIL: //server:handler_test\nserver/handler_test.cc:41: Failure\n"
+    inputs = [
+        hook("PostToolUseFailure", "Bash", {"command": "bazel test //server:all"})
+        | {"error": f"Exit code 3\n{failing}"},
+        hook("PostToolUse", "Edit", {"file_path": "/w/server/handler.cc", "old_string": "a", "new_string": "a\nb()"}),
+        hook("PostToolUse", "Bash", {"command": "bazel test //server:all"}, {"stdout": "PASSED", "stderr": ""}),
+    ]
+    steps: list[Step] = [PromptStep("empty bodies should get 400", after_answer=False)]
+    steps += [s for s in (hook_step(i) for i in inputs) if s is not None]
+    first = steps[1]
+    assert isinstance(first, ShellStep) and first.failed and "handler_test.cc:41" in first.output
+    items = capture_steps(steps, SessionFacts("p", "s", "PostToolUse", "/w", datetime(2026, 1, 1, tzinfo=UTC)))
+    assert next(i.provenance.rule for i in items if i.provenance) == "failure_fix"
