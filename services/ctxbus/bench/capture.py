@@ -100,6 +100,9 @@ def later_task_hits(
                     report = ingest(project_items, embedder, store)
                     alias = {r.id: r.into for r in report.results if r.action is Action.MERGED and r.into}
                 handler = retriever_handler(settings, embedder, store, Topics(settings.topic_prefix), Metrics())
+                # what a later session is given before its first prompt: the SessionStart hook's request
+                start = session_start_request(project)
+                at_start = [h.item.id for h in handler.retrieve(project, "bench", start, profile_for(start)).hits[:TOP]]
                 for task in project_tasks:
                     request = RetrievalRequested(
                         agent_name="bench", prompt=task["prompt"], max_items=10, trigger=Trigger.USER_PROMPT
@@ -117,10 +120,20 @@ def later_task_hits(
                             "captured": wanted is not None,
                             "in_top3": wanted is not None and wanted in top_injected,
                             "in_top3_floor_off": wanted is not None and wanted in top_ranked,
+                            "in_session_top3": wanted is not None and (wanted in top_injected or wanted in at_start),
                         }
                     )
             log(f"  {project}: {len(project_items)} items stored, {len(project_tasks)} later tasks answered")
     return results
+
+
+def session_start_request(project: str) -> Any:
+    """The retrieval request a SessionStart hook of ``project`` publishes (as the gateway builds it)."""
+    from ctxbus.hooks.requests import request_for  # noqa: PLC0415
+    from ctxbus.settings import HookSettings  # noqa: PLC0415
+
+    hook = {"hook_event_name": "SessionStart", "source": "startup", "session_id": "bench", "cwd": "/bench"}
+    return request_for(hook, HookSettings())
 
 
 def evaluate_part(part_dir: Path, *, retrieval: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -190,6 +203,7 @@ def evaluate_part(part_dir: Path, *, retrieval: bool = True, log: Callable[[str]
             "top3": rate(k, len(hits)),
             "top3_interval": _interval(k, len(hits)),
             "top3_floor_off": rate(k_off, len(hits)),
+            "session_top3": rate(sum(1 for h in hits if h["in_session_top3"]), len(hits)),
             "top3_misses": [h["lesson"] for h in hits if not h["in_top3"]],
         }
     return result
@@ -250,6 +264,11 @@ def print_report(result: dict[str, Any], *, verbose: bool = False) -> None:
                 f"  later task's context holds the earlier lesson in its top 3: {_pct(r['top3'], r['top3_interval'])} "
                 f"of {r['later_tasks']} (floor off: {_pct(r['top3_floor_off'])}; lesson captured for "
                 f"{r['later_lessons_captured']})"
+            )
+        if "session_top3" in r:
+            print(
+                f"    (in the later session's two contexts, its SessionStart's top 3 or its prompt's: "
+                f"{_pct(r['session_top3'])})"
             )
         print(f"  planted secrets found in stored items: {r['secrets_stored']} (of {r['secrets_planted']} planted)")
         print(f"  capture CPU {r['cpu_s_per_mb']} s per MB of transcript ({r['cpu_s']} s over {r['transcript_mb']} MB)")
