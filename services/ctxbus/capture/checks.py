@@ -254,29 +254,65 @@ def repeated_key(command: str) -> str | None:
     """What identifies a command no check list knows, as a check by repetition: its program (basename) and up to
     two subcommand words (``xcodebuild test``, ``php artisan test``); None for commands that only look, move files,
     fetch, or run an interpreter on nothing named. The first such segment of a command line decides."""
-    for segment in _SPLIT.split(command or ""):
-        words = _words(segment)
-        if not words:
-            continue
-        head = words[0].rsplit("/", 1)[-1]
-        if head in _NOT_CHECKS and head not in _RUNNERS:
-            continue
-        subs: list[str] = []
-        for word in words[1:]:
-            if len(subs) == 2 or not _SUBCOMMAND.match(word):
-                break
-            subs.append(word)
-        if head in _RUNNERS:
-            # ``php artisan test``, ``python manage.py check``, ``bash scripts/ci.sh``: the script is the check
-            if any(w in {"-c", "-e", "--eval", "-r", "-i"} for w in words[1:]):
-                continue  # code given inline: no script to name
-            rest = words[1:]
-            script = rest[rest.index("-m") + 1] if "-m" in rest[:-1] else next((w for w in rest if w[:1] != "-"), "")
-            if not script:
-                continue
-            return " ".join([head, script.rsplit("/", 1)[-1], *subs[1:2]])[:120]
-        return " ".join([head, *subs])[:120]
-    return None
+    keys = repeated_keys(command)
+    return keys[0] if keys else None
+
+
+def repeated_keys(command: str) -> list[str]:
+    """The keys (:func:`repeated_key`) of every segment of a command line, in order
+    (``npm install && npx cdk synth``: ``npm install``, ``cdk synth``)."""
+    keys: list[str] = []
+    for key in map(_segment_key, _SPLIT.split(command or "")):
+        if key is not None and key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _segment_key(segment: str) -> str | None:
+    words = _words(segment)
+    if not words:
+        return None
+    head = words[0].rsplit("/", 1)[-1]
+    if head in _RUNNERS:
+        # ``php artisan test``, ``python manage.py check``, ``bash scripts/ci.sh``: the script is the check
+        rest = words[1:]
+        if any(w in {"-c", "-e", "--eval", "-r", "-i"} for w in rest):
+            return None  # code given inline: no script to name
+        script = rest[rest.index("-m") + 1] if "-m" in rest[:-1] else next((w for w in rest if w[:1] != "-"), "")
+        if not script:
+            return None
+        after = rest[rest.index(script) + 1 :]
+        sub = after[0] if after and _SUBCOMMAND.match(after[0]) else None
+        return " ".join(w for w in (head, script.rsplit("/", 1)[-1], sub) if w)[:120]
+    if head in _NOT_CHECKS:
+        return None
+    subs: list[str] = []
+    for word in words[1:]:
+        if len(subs) == 2 or not _SUBCOMMAND.match(word):
+            break
+        subs.append(word)
+    return " ".join([head, *subs])[:120]
+
+
+#: a pipeline whose last stage filters or pages (its exit code is the filter's, not the check's), unless pipefail
+_FILTER_TAIL = re.compile(
+    r"\|\s*(?:tail|head|grep|egrep|rg|less|more|tee|sed|awk|cut|sort|uniq|xcpretty|xcbeautify|cat)\b"
+)
+#: a compiler's or checker's error line: ``file(9,19): error CS8618: ...``, ``file:3:1 - error TS2345: ...``,
+#: ``file:3:1: error: ...`` (a tally such as ``0 Error(s)`` is none)
+_ERROR_LINE = re.compile(
+    r"^(?!.*\b0 errors?\b)(?:.*?\S\s+(?:-\s+)?)?(?:error|ERROR|fatal error)(?:\s+[A-Z]{1,6}\d{2,6})?\s*:\s*\S.*$", re.M
+)
+
+
+def piped_into_filter(command: str) -> bool:
+    """Whether a command line's exit code is a filter's (``... | tail -20``), so its output must say how it went."""
+    return "pipefail" not in command and bool(_FILTER_TAIL.search(command or ""))
+
+
+def error_lines(output: str) -> list[str]:
+    """The error lines of a compiler's or checker's output (``error CS8618: ...``, ``error: ...``)."""
+    return [" ".join(m.group(0).split())[:200] for m in _ERROR_LINE.finditer(output or "")][:3]
 
 
 def check_key(check: Check) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from ctxbus.capture.checks import check_key, repeated_key
+from ctxbus.capture.checks import check_key, repeated_keys
 from ctxbus.capture.prompts import remembered, rule_in
 from ctxbus.capture.signature import Signature, bare_command, basename, gist, quotable, relative, signature_of
 from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, ShellStep, Span, Step
@@ -192,24 +192,23 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
 def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: str) -> list[Lesson]:
     """A command no check list knows, as a check by its repetition: failing, it opens an error keyed by its
     program and subcommand; passing after edits, it fixes the errors its own earlier runs opened."""
-    key = repeated_key(step.command)
-    if key is None:
+    families = tuple(f"{REPEATED}:{key}" for key in repeated_keys(step.command))
+    if not families:
         return []
-    family = f"{REPEATED}:{key}"
     if step.failed:
         sig = signature_of(step.output)
         if not sig.identifiers and not sig.headline:
             return []  # it said nothing that states an error: nothing to learn from its fix
-        same = next((e for e in open_errors if family in e.families and e.signature.same_error(sig)), None)
+        same = next((e for e in open_errors if set(families) & set(e.families) and e.signature.same_error(sig)), None)
         if same is not None:
             same.hits += 1
             same.command = step.command
             same.resolved = False
         else:
-            open_errors.append(_Open(sig, (family,), REPEATED, None, step.command, step.span))
+            open_errors.append(_Open(sig, families, REPEATED, None, step.command, step.span))
         return []
     lessons = []
-    for error in [e for e in open_errors if family in e.families]:
+    for error in [e for e in open_errors if e.kind == REPEATED and set(families) & set(e.families)]:
         open_errors.remove(error)
         if error.edits:
             fix = Fix(error.signature, error.command, error.hits, _edits_summary(error.edits, cwd), step.command, task)

@@ -48,6 +48,12 @@ _NAMED = re.compile(
     r"(DATA RACE|\bdeadlock\b|Segmentation fault|\bCKV2?_[A-Z0-9]+_\d+|\bAVD-[A-Z]+-\d{4}|\bSC\d{4}\b|\bDL\d{4}\b|"
     r"(?<=clippy::)[\w-]+|(?<=index\.html#)\w+)"
 )
+#: codes of other tools, read only from the lines that state an error: .NET analyzers (IDE0005, CA2000, SA1200),
+#: SpotBugs patterns (EI_EXPOSE_REP), PostgreSQL's SQLSTATE (42P01: ...), PHPStan's identifiers (method.nonObject)
+_MORE_CODES = re.compile(
+    r"\b([A-Z]{2,3}\d{4})\b|\b([A-Z]{2,}(?:_[A-Z0-9]{2,}){1,4})\b|\b(\d{2}[A-Z]\d{2}):|🪪\s*([a-z]+(?:\.[A-Za-z]+)+)"
+)
+_STATES_ERROR = re.compile(r"(?i:\berror\b|\bfail|\bwarning\b)|\w(?:Exception|Error)\b")
 _TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
 #: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...)
 _LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}: (?!note:|warning:)(.{4,160})$", re.M)
@@ -72,7 +78,7 @@ _FAILED_TESTS = (
     re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
 )
 _HEADLINE = re.compile(
-    r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[ ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
+    r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[\] ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
     r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+|e: .+|"
     r"\s*Failure/Error: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
     r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\))$",
@@ -141,6 +147,10 @@ def signature_of(output: str, detail: str = "") -> Signature:
     for match in _NAMED.finditer(text):
         clippy = text[max(0, match.start() - 8) : match.start()] == "clippy::"
         _add(found, match.group(1).replace("-", "_") if clippy else match.group(1))
+    for line in text.splitlines():
+        if "🪪" in line or _STATES_ERROR.search(line):
+            for match in _MORE_CODES.finditer(line):
+                _add(found, next(g for g in match.groups() if g))
     for match in _TF_ERROR.finditer(text):
         _add(found, match.group(1).strip())
     for match in _WHAT_FAILED.finditer(text):

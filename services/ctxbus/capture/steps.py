@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbus.capture.checks import check_key, checks_in, main_check
+from ctxbus.capture.checks import check_key, checks_in, error_lines, main_check, piped_into_filter
 from ctxbus.core.check_output import exit_code_in, read_result
 from ctxbus.core.hook_evidence import tool_evidence
-from ctxbus.core.outcome_rules import CheckRun
+from ctxbus.core.outcome_rules import CheckRun, Verdict
 from ctxbus.core.transcript import assistant_text_of, prompt_of
 
 #: tools whose successful calls change files
@@ -87,6 +87,10 @@ def run_step(
     if check is None:
         return None
     verdict, rule, detail = read_result(output, exit_code=exit_code, interrupted=interrupted, tool_error=tool_error)
+    if verdict is Verdict.PASSED and rule == "exit_code_zero" and piped_into_filter(command):
+        errors = error_lines(output)
+        if errors:  # ``dotnet build | grep error``: the filter's exit code, the build's errors
+            verdict, rule, detail = Verdict.FAILED, "piped_error_lines", errors[0]
     run = CheckRun(key, check, " ".join(command.split())[:COMMAND_CHARS], verdict, rule, detail)
     families = tuple(check_key(c) for c in checks_in(command))
     return RunStep(run, output[-OUTPUT_CHARS:], span, families)

@@ -192,3 +192,31 @@ def test_looking_commands_and_failures_that_say_nothing_are_no_checks() -> None:
         .bash("./scripts/smoke.sh", "")
     )
     assert "failure_fix" not in rules(capture(looked)) + rules(capture(silent))
+
+
+def test_a_build_piped_into_a_filter_fails_by_its_error_lines_not_the_filters_exit_code() -> None:
+    red = "src/Api/Vehicle.cs(9,19): error CS8618: Non-nullable property 'Vin' must contain a non-null value.\n"
+    green = "    0 Warning(s)\n    0 Error(s)\nTime Elapsed 00:00:11.37\n"
+    t = (
+        Transcript("s1")
+        .prompt("nullable warnings are errors now, get the build green")
+        .bash("dotnet build Fleet.sln 2>&1 | grep -E 'error|Warn|Elapsed'", red)  # grep found lines: exit 0
+        .edit("src/Api/Vehicle.cs", "public string Vin { get; set; }", "public required string Vin { get; set; }")
+        .bash("dotnet build Fleet.sln 2>&1 | grep -E 'error|Warn|Elapsed'", green)
+        .say("The build is green.")
+    )
+    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1 and "CS8618" in fixes[0].title and "Vehicle.cs" in fixes[0].title
+
+
+def test_a_repeated_command_is_verified_by_a_later_line_that_also_runs_it() -> None:
+    red = 'Bundling asset Stack/Fn/Code/Stage...\n✘ [ERROR] Could not resolve "@aws-sdk/client-sesv2"\n'
+    t = (
+        Transcript("s1")
+        .prompt("add the digest lambda")
+        .bash("npx cdk synth Stack-dev -q 2>&1 | tail -14", red, code=1)
+        .edit("package.json", '"deps": {', '"deps": {\n    "@aws-sdk/client-sesv2": "3.658.1",')
+        .bash("npm install 2>&1 | tail -1 && npx cdk synth Stack-dev -q", "added 4 packages\nBundling asset ...")
+    )
+    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1 and 'Could not resolve "@aws-sdk/client-sesv2"' in fixes[0].content

@@ -89,3 +89,17 @@ def test_hook_inputs_of_a_command_no_list_knows_give_its_fix_by_repetition() -> 
     assert isinstance(first, ShellStep) and first.failed and "handler_test.cc:41" in first.output
     items = capture_steps(steps, SessionFacts("p", "s", "PostToolUse", "/w", datetime(2026, 1, 1, tzinfo=UTC)))
     assert next(i.provenance.rule for i in items if i.provenance) == "failure_fix"
+
+
+def test_codes_of_other_tools_are_read_from_the_lines_that_state_an_error() -> None:
+    output = (
+        "src/Ingest/RateLimitingExtensions.cs(3,1): error IDE0005: Using directive is unnecessary.\n"
+        "[ERROR] Medium: StoredResponse.body() may expose internal representation [StoredResponse] EI_EXPOSE_REP\n"
+        'Npgsql.PostgresException : 42P01: relation "MaintenanceWindows" does not exist\n'
+        "  16     Cannot call method isPast() on Carbon|null.\n         🪪  method.nonObject\n"
+        "INFO: the ISO8601 dates of BUILD_INFO are fine\n"
+    )
+    ids = signature_of(output).identifiers
+    for code in ("IDE0005", "EI_EXPOSE_REP", "42P01", "method.nonObject"):
+        assert code in ids
+    assert "ISO8601" not in ids and "BUILD_INFO" not in ids  # not on a line that states an error
