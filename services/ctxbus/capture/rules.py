@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -42,6 +43,14 @@ _ABANDON = (
     "give up",
     "drop it",
     "revert",
+)
+
+
+#: a prompt that only says to go on (after a pause, a compaction, a question): no task of its own
+_BARE_GO_ON = re.compile(
+    r"^\s*(?:please\s+)?(?:continue|go on|go ahead|proceed|carry on|keep going|resume|next|ok(?:ay)?|yes|yep|sure|"
+    r"do it|sounds good|thanks?(?: you)?|lgtm|y)\s*(?:please)?[.!]*\s*$",
+    re.I,
 )
 
 
@@ -289,8 +298,9 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     files = tuple(dict.fromkeys(relative(e.path, cwd) for e in edits))[:MAX_FILES]
     passed = [bare_command(s.run.command) for s in steps if isinstance(s, RunStep) and s.run.verdict is Verdict.PASSED]
     commands = tuple(dict.fromkeys(reversed(passed)))[:MAX_COMMANDS]
-    first = tasks[0]
-    follow_ups = tuple(" ".join(t.text.split())[:FOLLOW_UP_CHARS] for t in tasks[1:] if rule_in(t.text) is None)[
+    worded = [t for t in tasks if not _BARE_GO_ON.match(t.text)] or tasks
+    first = worded[0]
+    follow_ups = tuple(" ".join(t.text.split())[:FOLLOW_UP_CHARS] for t in worded[1:] if rule_in(t.text) is None)[
         :MAX_FOLLOW_UPS
     ]
     answers = [s.text for s in steps if isinstance(s, AnswerStep)]

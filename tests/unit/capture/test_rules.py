@@ -220,3 +220,17 @@ def test_a_repeated_command_is_verified_by_a_later_line_that_also_runs_it() -> N
     )
     fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
     assert len(fixes) == 1 and 'Could not resolve "@aws-sdk/client-sesv2"' in fixes[0].content
+
+
+def test_an_episodes_task_is_the_first_prompt_that_says_one_not_a_bare_go_on() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("continue")
+        .say("Where were we?")
+        .prompt("extract the slot list of the booking page into a slot-picker component")
+        .edit("app/View/Components/SlotPicker.php", "", "class SlotPicker {}")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("Extracted.")
+    )
+    episodes = [i for i in capture(t) if i.provenance and i.provenance.rule == "episode"]
+    assert len(episodes) == 1 and "slot-picker component" in episodes[0].title
