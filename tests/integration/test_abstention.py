@@ -17,6 +17,8 @@ from ctxbus.components import retriever_handler
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics
+from ctxbus.core.task_profiles import SESSION_START_PROFILE
+from ctxbus.hooks.requests import SESSION_START_PROMPT
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.model import Feedback, MemoryItem
 from ctxbus.observability import Metrics
@@ -189,10 +191,11 @@ async def test_a_session_start_is_not_judged_and_other_triggers_do_not_take_meta
     spied: tuple[RetrieverHandler, CountingEmbedder, CountingStore],
 ) -> None:
     handler, _, store = spied
-    start = await complete(
-        handler, "Session startup: conventions, decisions, warnings and patterns of this project", Trigger.SESSION_START
-    )
+    start = await complete(handler, SESSION_START_PROMPT, Trigger.SESSION_START)
     assert start.items and not any(n.startswith("nothing_relevant_enough") for n in start.notices)
+    # no task yet: the project's rules first (principles, conventions, decisions, patterns, warnings), in that order
+    wanted = [item.kind in SESSION_START_PROFILE.wanted_kinds for item in start.items]
+    assert wanted[0] and wanted == sorted(wanted, reverse=True)
     # a gap request's query is written by ctxbus, never a chat acknowledgement: it is searched (and judged)
     gap = await complete(handler, "ok", Trigger.GAP)
     assert gap.empty_reason != "meta_prompt" and store.searches >= 2  # both searched (a prefetch may add more)

@@ -9,7 +9,8 @@
    applied before the cut, the factor lifted loosely related wanted kinds over relevant principles, conventions
    and patterns and cost recall@10). The task type's prefetch still decides which candidates compete in step 2;
 4. seed 004's head and tail come first in assembly order (:func:`ctxbus.core.policy.preserve_order`), and the task
-   type's example count applies (:func:`ctxbus.core.task_profiles.limit_examples`).
+   type's example count applies (:func:`ctxbus.core.task_profiles.limit_examples`); a profile that puts its wanted
+   kinds first (a session's start: the project's rules) places them before everything else, in that order.
 """
 
 from __future__ import annotations
@@ -39,4 +40,7 @@ def plan_context(
     rescored = apply_plan(ranked, replace(plan, max_items=plan.candidate_limit))
     chosen = collapse_near_copies(rescored, plan.max_items, collapse=collapse)
     ordered = apply_task_profile(chosen, task_profile, now=now, half_life_days=half_life_days, prefetched=prefetched)
-    return limit_examples(preserve_order(ordered, plan.preserve_head, plan.preserve_tail), task_profile)
+    assembly = preserve_order(ordered, plan.preserve_head, plan.preserve_tail)
+    if task_profile.wanted_first:  # the wanted kinds are placed (and kept under the budget) before the rest
+        assembly.sort(key=lambda hit: not task_profile.wants(hit.item))
+    return limit_examples(assembly, task_profile)

@@ -167,6 +167,9 @@ class TaskTypeProfile:
     kind_boost: float = KIND_BOOST
     #: kinds of the memory types that the task does not want after all
     leave_out: frozenset[MemoryKind] = frozenset()
+    #: the wanted kinds come first, each group best score first (a session's start: the project's rules before
+    #: the past sessions that resemble a generic request)
+    wanted_first: bool = False
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.memory_types if m not in SEED_MEMORY_TYPES]
@@ -214,6 +217,7 @@ class TaskTypeProfile:
             "examples": self.examples,
             # only when it differs: the digest of a profile whose behaviour did not change stays the same
             **({"kind_boost": self.kind_boost} if self.kind_boost != KIND_BOOST else {}),
+            **({"wanted_first": True} if self.wanted_first else {}),
         }
 
 
@@ -270,6 +274,17 @@ TASK_TYPE_PROFILES: dict[TaskType, TaskTypeProfile] = {
     )
 }
 GENERAL_PROFILE = TASK_TYPE_PROFILES[TaskType.GENERAL]
+#: A session's start has no task yet: it asks for the project's basics (the hooks' SessionStart request says
+#: "conventions, decisions, warnings and patterns"), so those kinds are wanted, not what a classifier makes of that
+#: generic text (``explore``, recent first: past sessions crowded the project's rules out of its top 3).
+SESSION_START_PROFILE = TaskTypeProfile(
+    TaskType.GENERAL,
+    ("belief", "instruction", "knowledge", "skill"),
+    include_warnings=True,
+    description="a session's start: the project's principles, conventions, decisions, patterns and warnings",
+    leave_out=frozenset({_K.CODE_REF, _K.TEST_REF}),
+    wanted_first=True,
+)
 #: Every task type ranked as ``general``: retrieval without task-type profiles (for comparison).
 NO_TASK_PROFILES: dict[TaskType, TaskTypeProfile] = {t: GENERAL_PROFILE for t in TaskType}
 

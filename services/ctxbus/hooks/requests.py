@@ -22,6 +22,10 @@ class HookInputError(ValueError):
     """Hook input ctxbus cannot use (the hook still answers, with an empty context)."""
 
 
+#: the request text of a SessionStart hook
+SESSION_START_PROMPT = "Conventions, rules, decisions, warnings and patterns of this project"
+
+
 def request_for(hook_input: dict[str, Any], settings: HookSettings) -> RetrievalRequested:
     event = hook_input.get("hook_event_name")
     trigger = CONTEXT_EVENTS.get(event) if isinstance(event, str) else None
@@ -32,8 +36,9 @@ def request_for(hook_input: dict[str, Any], settings: HookSettings) -> Retrieval
         if not isinstance(prompt, str):
             raise HookInputError("UserPromptSubmit input has no prompt")
     else:
-        source = hook_input.get("source") if isinstance(hook_input.get("source"), str) else "startup"
-        prompt = f"Session {source}: conventions, decisions, warnings and patterns of this project"
+        # what every start asks for (the hook's ``source``, startup/resume/clear/compact, changes nothing); no word
+        # of it may match every past session's own text ("Past session: ...")
+        prompt = SESSION_START_PROMPT
     return RetrievalRequested(
         agent_name=AGENT_NAME,
         prompt=prompt[:MAX_PROMPT_CHARS],

@@ -34,7 +34,13 @@ from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranked_items import to_payload_item
 from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
-from ctxbus.core.task_profiles import TASK_TYPE_PROFILES, TaskTypeProfile, merge_candidates, task_profile_for
+from ctxbus.core.task_profiles import (
+    SESSION_START_PROFILE,
+    TASK_TYPE_PROFILES,
+    TaskTypeProfile,
+    merge_candidates,
+    task_profile_for,
+)
 from ctxbus.memory.model import GLOBAL_PROJECT
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, VectorStore
@@ -318,8 +324,11 @@ class RetrieverHandler:
         if request.strict_domain and request_domain(request) is None:
             notices += ("strict_domain_ignored: the request names no domain",)
         t1 = time.perf_counter()
-        task_type, confidence = self._task_type(session_id, request, vector)
-        task_profile = task_profile_for(task_type, self._task_profiles)
+        if request.trigger is Trigger.SESSION_START and request.task_type is None:  # no task yet: the basics
+            task_type, confidence, task_profile = None, 0.0, SESSION_START_PROFILE
+        else:
+            task_type, confidence = self._task_type(session_id, request, vector)
+            task_profile = task_profile_for(task_type, self._task_profiles)
         plan = plan_retrieval(
             profile,
             task_type,

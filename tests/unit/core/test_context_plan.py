@@ -11,7 +11,7 @@ from ctxbus.core.context_plan import plan_context
 from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.profiles import IMPLEMENTER
 from ctxbus.core.ranking import rank
-from ctxbus.core.task_profiles import GENERAL_PROFILE, TASK_TYPE_PROFILES
+from ctxbus.core.task_profiles import GENERAL_PROFILE, SESSION_START_PROFILE, TASK_TYPE_PROFILES
 from ctxbus.memory.model import MemoryItem
 from ctxbus.ports import SearchHit
 
@@ -75,3 +75,19 @@ def test_near_copies_keep_their_collapsed_ids_through_the_task_factor() -> None:
         rank(candidates, domain=None, now=NOW), plan, profile, now=NOW, half_life_days=90.0, collapse=False
     )
     assert [h.item.id for h in listed] == ["a", "a2", "b"]
+
+
+def test_a_session_start_places_the_projects_rules_before_past_sessions_that_score_higher() -> None:
+    """A session's start has no task: what resembles its generic request says nothing, the project's rules do."""
+    candidates = [
+        SearchHit(item("past-1", "attempt", importance=0.9), 0.82),
+        SearchHit(item("past-2", "attempt"), 0.80),
+        SearchHit(item("fix", "learning"), 0.70),
+        SearchHit(item("rule", "principle"), 0.35),
+        SearchHit(item("never", "warning"), 0.30),
+    ]
+    plan = plan_retrieval(IMPLEMENTER, None, "Conventions, rules", max_items=5, task_profile=SESSION_START_PROFILE)
+    ranked = rank(candidates, domain=None, now=NOW, max_items=len(candidates))
+    hits = plan_context(ranked, plan, SESSION_START_PROFILE, now=NOW, half_life_days=90.0)
+    assert [h.item.id for h in hits][:2] == ["rule", "never"]  # in assembly order, the rules first
+    assert {h.item.id for h in hits} == {c.item.id for c in candidates}  # nothing left out for it

@@ -28,8 +28,11 @@ def test_hook_requests_leave_out_items_rated_below_the_neutral_confidence_by_def
 
 
 def test_session_start_asks_for_the_project_basics() -> None:
-    req = request_for({"hook_event_name": "SessionStart", "source": "resume"}, HookSettings())
-    assert req.trigger is Trigger.SESSION_START and "resume" in req.prompt
+    for source in ("startup", "resume", "clear", "compact"):
+        req = request_for({"hook_event_name": "SessionStart", "source": source}, HookSettings())
+        assert req.trigger is Trigger.SESSION_START and req.prompt.startswith("Conventions, rules, decisions")
+        # no word every past session's own text holds ("Past session: ..."): keyword search would favour them all
+        assert "session" not in req.prompt.lower()
 
 
 def test_huge_prompts_are_cut_and_bad_input_is_refused() -> None:
