@@ -15,10 +15,12 @@ def register_bench(bsub: Any) -> None:
         "task's top 3, planted secrets stored, CPU per MB (fit and held-out parts apart)",
     )
     bench.add_argument(
-        "--part", choices=("fit", "heldout", "heldout2"), help="one part only (default: both, printed apart)"
+        "--part",
+        choices=("fit", "heldout", "heldout2", "heldout3"),
+        help="one part only (default: every part, printed apart)",
     )
     bench.add_argument(
-        "--data", type=Path, help="the corpus directory holding fit/, heldout/ and heldout2/ (default: shipped)"
+        "--data", type=Path, help="the corpus directory holding fit/ and the held-out parts (default: shipped)"
     )
     bench.add_argument("--no-retrieval", action="store_true", help="skip the later tasks (no embedder, no store)")
     bench.add_argument("--verbose", action="store_true", help="list the wrong items and missed lessons per session")
