@@ -103,3 +103,10 @@ def test_codes_of_other_tools_are_read_from_the_lines_that_state_an_error() -> N
     for code in ("IDE0005", "EI_EXPOSE_REP", "42P01", "method.nonObject"):
         assert code in ids
     assert "ISO8601" not in ids and "BUILD_INFO" not in ids  # not on a line that states an error
+
+
+def test_an_error_whose_message_numbers_change_between_runs_is_the_same_error() -> None:
+    first = signature_of("Error: Timed out 5000ms waiting for expect(locator).toBeVisible()\n")
+    again = signature_of("Error: Timed out 15000ms waiting for expect(locator).toBeVisible()\n")
+    other = signature_of("Error: Timed out 5000ms waiting for expect(locator).toHaveText()\n")
+    assert first.same_error(again) and not first.same_error(other)
