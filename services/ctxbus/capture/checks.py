@@ -250,6 +250,15 @@ def extra_check(segment: str) -> Check | None:
     return None
 
 
+def program_of(command: str) -> str:
+    """The program a command line runs first (wrappers and ``VAR=value`` left out), by its basename."""
+    for segment in _SPLIT.split(command or ""):
+        words = _words(segment)
+        if words and words[0] not in {"cd", "pushd"}:
+            return words[0].rsplit("/", 1)[-1]
+    return ""
+
+
 def repeated_key(command: str) -> str | None:
     """What identifies a command no check list knows, as a check by repetition: its program (basename) and up to
     two subcommand words (``xcodebuild test``, ``php artisan test``); None for commands that only look, move files,

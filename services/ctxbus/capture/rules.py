@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from ctxbus.capture.checks import check_key, repeated_keys
+from ctxbus.capture.checks import check_key, program_of, repeated_keys
 from ctxbus.capture.prompts import remembered, rule_in
 from ctxbus.capture.signature import Signature, bare_command, basename, gist, quotable, relative, signature_of
 from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, ShellStep, Span, Step
@@ -183,7 +183,7 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
             for error in _closing(open_errors, step):
                 open_errors.remove(error)
-                if error.edits:
+                if error.edits and not _passed_by_running_it_otherwise(error, step.run.command):
                     fix = Fix(
                         error.signature,
                         error.command,
@@ -196,6 +196,16 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
     return lessons
+
+
+def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
+    """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
+    error named none of the files edited meanwhile: the command changed, not the code."""
+    if program_of(error.command) == program_of(command):
+        return False
+    sig = error.signature
+    said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))
+    return not any(basename(edit.path) in said for edit in error.edits)
 
 
 def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: str) -> list[Lesson]:
@@ -264,6 +274,15 @@ def _abandoned(steps: Sequence[Step]) -> bool:
 RESULT_CHARS = 400
 
 
+#: an answer this short says no result ("You're welcome.", "Done!"): the report is an earlier, longer one
+REPORT_MIN_WORDS = 6
+
+
+def _reporting(answers: Sequence[str]) -> str:
+    """The answer that reports the session's result: the last one of some length, else the last."""
+    return next((a for a in reversed(answers) if len(a.split()) >= REPORT_MIN_WORDS), answers[-1])
+
+
 def _summary(answer: str) -> str:
     """The head of the last answer, whole sentences where they fit."""
     text = " ".join(answer.replace("`", "").split())
@@ -311,7 +330,7 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
         commands,
         decision.outcome,
         decision.rules[0] if decision.rules else "",
-        _summary(answers[-1]) if answers else "",
+        _summary(_reporting(answers)) if answers else "",
     )
     spans = [s.span for s in steps if s.span.start is not None]
     span = Span(spans[0].start, spans[-1].end) if spans else Span()

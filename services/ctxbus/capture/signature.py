@@ -72,6 +72,8 @@ _FAILED_TESTS = (
     re.compile(r"^rspec \./[\w/.-]+:\d+ # (.+)$", re.M),  # rspec
     re.compile(r"^\s*([\w.]+ > [\w ()\[\]'.-]+?) FAILED\s*$", re.M),  # gradle
     re.compile(r"^\s*(?:Failed|FAIL!?)\s+([\w.]+(?:Test|Tests|Spec)\w*)", re.M),  # dotnet, maven
+    # Maven surefire 3: ``[ERROR] com.acme.FooTest.rejectsBlank -- Time elapsed: 0.06 s <<< FAILURE!`` (class.method)
+    re.compile(r"^\[ERROR\] (?:[a-z_]\w*\.)*([A-Z]\w*\.\w+) -- Time elapsed: .*<<< (?:FAILURE|ERROR)!", re.M),
     re.compile(r"^\s*\d+\) ([\w\\]+::\w+)", re.M),  # phpunit
     re.compile(r"^\s*\d+\) (test .+?) \([\w.]+\)\s*$", re.M),  # ExUnit
     re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
@@ -90,7 +92,11 @@ _PATH = re.compile(
     r"(?<![\w/.-])((?:[\w.@-]+/)*[\w.@-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|swift|scala|vue|svelte|sql|toml|yaml|yml|json|gradle|erb))(?::\d+)?"
 )
 #: identifiers that name nothing in particular
-_GENERIC = frozenset({"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit"})
+_GENERIC = frozenset(
+    {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit"}
+    # log levels and verdict words that tools print in brackets (Maven's ``[INFO]``, ``[ERROR]``)
+    | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
+)
 MAX_IDENTIFIERS = 6
 ERROR_LINES = 3
 HEADLINE_CHARS = 200

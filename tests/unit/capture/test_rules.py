@@ -234,3 +234,31 @@ def test_an_episodes_task_is_the_first_prompt_that_says_one_not_a_bare_go_on() -
     )
     episodes = [i for i in capture(t) if i.provenance and i.provenance.rule == "episode"]
     assert len(episodes) == 1 and "slot-picker component" in episodes[0].title
+
+
+MVN_TOO_OLD = (
+    "[ERROR] Rule 0: org.apache.maven.enforcer.rules.version.RequireMavenVersion failed with message:\n"
+    "[ERROR] Detected Maven Version: 3.6.3 is not in the allowed range [3.9.6,).\nBUILD FAILURE\n"
+)
+MVN_OK = "[INFO] Tests run: 9, Failures: 0, Errors: 0, Skipped: 0\n[INFO] BUILD SUCCESS\n"
+
+
+def test_a_failure_passed_by_running_another_program_is_no_fix_of_the_edits_meanwhile() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("the invoice endpoint accepts a blank customer id, make it a 400")
+        .bash("mvn -q test -Dtest=InvoiceControllerTest", MVN_TOO_OLD, code=1)
+        .edit("src/main/java/acme/InvoiceController.java", "create(@RequestBody", "create(@Valid @RequestBody")
+        .bash("./mvnw test -Dtest=InvoiceControllerTest", MVN_OK)
+        .say("Validation is on; the tests pass with the wrapper (the system Maven is too old for the enforcer).")
+    )
+    items = capture(t)
+    assert "failure_fix" not in rules(items) and "episode" in rules(items)
+    episode = next(i for i in items if i.provenance and i.provenance.rule == "episode")
+    assert "Validation is on" in episode.content
+
+
+def test_an_episodes_result_is_the_answer_that_reports_it_not_a_closing_pleasantry() -> None:
+    t = fail_fix_pass().prompt("thanks!").say("You're welcome.")
+    episode = next(i for i in capture(t) if i.provenance and i.provenance.rule == "episode")
+    assert "single use" in episode.content and "welcome" not in episode.content

@@ -110,3 +110,13 @@ def test_an_error_whose_message_numbers_change_between_runs_is_the_same_error() 
     again = signature_of("Error: Timed out 15000ms waiting for expect(locator).toBeVisible()\n")
     other = signature_of("Error: Timed out 5000ms waiting for expect(locator).toHaveText()\n")
     assert first.same_error(again) and not first.same_error(other)
+
+
+def test_log_levels_are_no_identifiers_and_surefire_names_the_failing_test() -> None:
+    output = (
+        "[INFO] Running com.acme.api.InvoiceControllerTest\n"
+        "[ERROR] com.acme.api.InvoiceControllerTest.rejectsBlankCustomerId -- Time elapsed: 0.061 s <<< FAILURE!\n"
+        "java.lang.AssertionError: Status expected:<400> but was:<201>\n[INFO]\n[ERROR] Failures:\n"
+    )
+    ids = signature_of(output).identifiers
+    assert ids[0] == "InvoiceControllerTest.rejectsBlankCustomerId" and "INFO" not in ids and "ERROR" not in ids
