@@ -1,8 +1,6 @@
 """The capture rules: a session's steps -> its lessons (pure).
 
-- **failure_fix**: a check fails with an error (its :class:`~ctxbus.capture.signature.Signature`), files are edited,
-  then the same check family (or, with none open, a check of the same kind) passes: one lesson per distinct error
-  fixed, however often it was hit before the fix. A failure never fixed, or "fixed" with no edit, is no lesson.
+- **failure_fix**: a check fails, files are edited, the check passes (:mod:`ctxbus.capture.fixes`).
 - **episode**: a session that changed files and whose outcome (the outcome rules' :func:`decide` over its checks,
   the user's feedback and the final report) is successful, or unknown but not abandoned: the task, the files, the
   verifying commands. Read-only sessions, small talk, aborted and failed sessions have none.
@@ -14,15 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import replace
 
-from ctxbus.capture.checks import check_key, program_of, repeated_keys
+from ctxbus.capture.checks import check_key
+from ctxbus.capture.fixes import MAX_FILES, failure_fixes
+from ctxbus.capture.lessons import Episode, Lesson, RuleName, Said
 from ctxbus.capture.prompts import remembered, rule_in
-from ctxbus.capture.signature import Signature, bare_command, basename, gist, quotable, relative, signature_of
+from ctxbus.capture.signature import bare_command, basename, relative
 from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, ShellStep, Span, Step
 from ctxbus.contract.payloads import Outcome
-from ctxbus.core.check_commands import BUILD, Check
+from ctxbus.core.check_commands import Check
 from ctxbus.core.feedback_text import read_assistant_report, read_feedback
 from ctxbus.core.outcome_rules import AssistantReport, Evidence, Feedback, Verdict, decide
 
@@ -30,7 +29,6 @@ from ctxbus.core.outcome_rules import AssistantReport, Evidence, Feedback, Verdi
 TASK_CHARS = 300
 FOLLOW_UP_CHARS = 160
 MAX_FOLLOW_UPS = 3
-MAX_FILES = 8
 MAX_COMMANDS = 3
 #: prompts that give the session up
 _ABANDON = (
@@ -52,187 +50,6 @@ _BARE_GO_ON = re.compile(
     r"do it|sounds good|thanks?(?: you)?|lgtm|y)\s*(?:please)?[.!]*\s*$",
     re.I,
 )
-
-
-class RuleName(StrEnum):
-    FAILURE_FIX = "failure_fix"
-    EPISODE = "episode"
-    CORRECTION = "correction"
-    REMEMBER = "remember"
-
-
-@dataclass(frozen=True, slots=True)
-class Fix:
-    """A failure_fix lesson's facts."""
-
-    signature: Signature
-    failed_command: str
-    #: times the error was hit before the fix
-    hits: int
-    #: (path, gist of the added lines) of the edits after its first failure, in order, one per path
-    edits: tuple[tuple[str, str], ...]
-    verified_by: str
-    #: the session's task (its first prompt), clipped: the work the error came up in
-    task: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Episode:
-    task: str
-    follow_ups: tuple[str, ...]
-    files: tuple[str, ...]
-    commands: tuple[str, ...]
-    outcome: Outcome
-    deciding_rule: str
-    #: the first sentences of the session's last answer (what was done, in the assistant's words)
-    result: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Said:
-    """A correction or a remembered text, in the user's words."""
-
-    quote: str
-    negative: bool
-    #: what the assistant had just done (a command, the files it edited): the situation the rule was said in
-    after: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Lesson:
-    rule: RuleName
-    span: Span
-    fact: Fix | Episode | Said
-
-
-@dataclass
-class _Open:
-    """An error seen failing and not yet fixed."""
-
-    signature: Signature
-    families: tuple[str, ...]
-    kind: str
-    toolchain: str | None
-    command: str
-    span: Span
-    hits: int = 1
-    edits: list[EditStep] = field(default_factory=list)
-    #: a later run of its check no longer showed it (after edits): fixed, once a run of its check passes
-    resolved: bool = False
-
-
-def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[str, str], ...]:
-    by_path: dict[str, list[str]] = {}
-    for edit in edits:
-        path = relative(edit.path, cwd)
-        entry = by_path.setdefault(path, [])
-        if quotable(path) and edit.tool != "write":
-            piece = gist(edit.old, edit.new)
-            if piece and piece not in entry:
-                entry.append(piece)
-    return tuple((path, " / ".join(pieces)[:300]) for path, pieces in list(by_path.items())[:MAX_FILES])
-
-
-def _covers(error: _Open, step: RunStep) -> bool:
-    return bool(set(error.families) & set(step.all_families))
-
-
-def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
-    """The open errors a passing run fixes: those of a check it runs, else of its kind, else (a failed build) of its
-    toolchain (a passing ``cargo test`` compiled what ``cargo build`` failed)."""
-    closing = [e for e in open_errors if _covers(e, step)]
-    if not closing:
-        closing = [e for e in open_errors if e.kind == step.run.check.kind]
-    if not closing and step.run.check.toolchain:
-        closing = [e for e in open_errors if e.kind == BUILD and e.toolchain == step.run.check.toolchain]
-    return closing
-
-
-TASK_CONTEXT_CHARS = 160
-#: the kind (and family prefix) of an error opened by a command that is a check by its repetition
-REPEATED = "repeated"
-
-
-def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
-    """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
-    its check that failed on something else, and that check passed in the end)."""
-    prompts = [s.text for s in steps if isinstance(s, PromptStep) and remembered(s.text) is None]
-    task = " ".join(prompts[0].split())[:TASK_CONTEXT_CHARS] if prompts else ""
-    open_errors: list[_Open] = []
-    lessons: list[Lesson] = []
-    for step in steps:
-        if isinstance(step, EditStep):
-            for error in open_errors:
-                if not error.resolved:
-                    error.edits.append(step)
-        elif isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
-            sig = signature_of(step.output, step.run.detail)
-            same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
-            for error in open_errors:  # gone from a later run of its own check, after edits: it was fixed
-                if error is not same and not error.resolved and error.edits and _covers(error, step):
-                    error.resolved = True
-            if same is not None:
-                same.hits += 1
-                same.command = step.run.command
-                same.resolved = False
-            else:
-                check = step.run.check
-                open_errors.append(
-                    _Open(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
-                )
-        elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
-            for error in _closing(open_errors, step):
-                open_errors.remove(error)
-                if error.edits and not _passed_by_running_it_otherwise(error, step.run.command):
-                    fix = Fix(
-                        error.signature,
-                        error.command,
-                        error.hits,
-                        _edits_summary(error.edits, cwd),
-                        step.run.command,
-                        task,
-                    )
-                    lessons.append(Lesson(RuleName.FAILURE_FIX, Span(error.span.start, step.span.end), fix))
-        elif isinstance(step, ShellStep):
-            lessons.extend(_repeated(step, open_errors, cwd, task))
-    return lessons
-
-
-def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
-    """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
-    error named none of the files edited meanwhile: the command changed, not the code."""
-    if program_of(error.command) == program_of(command):
-        return False
-    sig = error.signature
-    said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))
-    return not any(basename(edit.path) in said for edit in error.edits)
-
-
-def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: str) -> list[Lesson]:
-    """A command no check list knows, as a check by its repetition: failing, it opens an error keyed by its
-    program and subcommand; passing after edits, it fixes the errors its own earlier runs opened."""
-    families = tuple(f"{REPEATED}:{key}" for key in repeated_keys(step.command))
-    if not families:
-        return []
-    if step.failed:
-        sig = signature_of(step.output)
-        if not sig.identifiers and not sig.headline:
-            return []  # it said nothing that states an error: nothing to learn from its fix
-        same = next((e for e in open_errors if set(families) & set(e.families) and e.signature.same_error(sig)), None)
-        if same is not None:
-            same.hits += 1
-            same.command = step.command
-            same.resolved = False
-        else:
-            open_errors.append(_Open(sig, families, REPEATED, None, step.command, step.span))
-        return []
-    lessons = []
-    for error in [e for e in open_errors if e.kind == REPEATED and set(families) & set(e.families)]:
-        open_errors.remove(error)
-        if error.edits:
-            fix = Fix(error.signature, error.command, error.hits, _edits_summary(error.edits, cwd), step.command, task)
-            lessons.append(Lesson(RuleName.FAILURE_FIX, Span(error.span.start, step.span.end), fix))
-    return lessons
 
 
 def _evidence(steps: Sequence[Step]) -> list[Evidence]:

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxbus.capture.items import SessionFacts, item_of
+from ctxbus.capture.lessons import Lesson, RuleName, Said
 from ctxbus.capture.redaction import capture_redactor
-from ctxbus.capture.rules import Lesson, RuleName, Said
 from ctxbus.capture.steps import Span
 from ctxbus.cli import memory_cmds
 from ctxbus.cli.errors import CliError

@@ -40,8 +40,8 @@ from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.stored_replies import send_upserts
 from ctxbus.capture.engine import capture_steps
 from ctxbus.capture.items import RedactText, SessionFacts, item_of, no_redaction
+from ctxbus.capture.lessons import Lesson, RuleName, Said
 from ctxbus.capture.prompts import remembered
-from ctxbus.capture.rules import Lesson, RuleName, Said
 from ctxbus.capture.steps import PromptStep, Span, Step, TranscriptSteps, hook_step, lines_with_offsets
 from ctxbus.contract.topics import Topics
 from ctxbus.core.hook_evidence import TOOL_EVENTS
