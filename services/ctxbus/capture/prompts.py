@@ -62,8 +62,16 @@ def remembered(prompt: str) -> str | None:
     return " ".join(match.group("text").split()) if match else None
 
 
+#: "don't touch it", "stop doing that": an order about the thing at hand, not a rule for later
+_AT_HAND = re.compile(
+    r"^\s*(?:please\s+)?(?:don'?t|do not|stop|never)\s+\w+(?:\s+\w+)?\s+(?:it|that|this|them|those|these)"
+    r"(?:\s+(?:yet|now|again|for now))?\s*[.!]*\s*$",
+    re.I,
+)
+
+
 def _is_rule(sentence: str) -> bool:
-    if sentence.rstrip().endswith("?") or _ONE_OFF.search(sentence):
+    if sentence.rstrip().endswith("?") or _ONE_OFF.search(sentence) or _AT_HAND.match(sentence):
         return False
     clauses = [c for c in _CLAUSE.split(sentence) if c]
     if any(_OPENER.match(c) for c in clauses) or _ANYWHERE.search(sentence):

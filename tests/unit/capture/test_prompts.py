@@ -66,3 +66,19 @@ def test_a_rule_keeps_the_sentence_after_it_the_reason_or_what_to_do_instead() -
     assert rule is not None and rule.negative
     assert rule.quote.endswith("have a subagent do it and tell me the result.")
     assert "what do you think" not in rule.quote
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "no, don't touch it. platform owns that stack and they'll want to look first.",
+        "stop doing that!",
+        "Don't run it yet",
+    ],
+)
+def test_an_order_about_the_thing_at_hand_is_no_rule(prompt: str) -> None:
+    assert rule_in(prompt) is None
+
+
+def test_a_prohibition_naming_what_it_is_about_is_still_a_rule() -> None:
+    assert rule_in("don't touch the generated client, regenerate it from the spec") is not None
