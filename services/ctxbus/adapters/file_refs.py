@@ -117,19 +117,34 @@ def with_files(items: Sequence[MemoryItem], root: Path) -> list[MemoryItem]:
     return out
 
 
-def files_now(refs: Sequence[FileRef], root: Path) -> list[FileNow]:
-    """What each named file under ``root`` is now (a file outside ``root`` is not judged)."""
+#: one look at a file in one pass: (its bytes, their sha256), or None when unreadable
+_Seen = dict[str, tuple[bytes, str] | None]
+
+
+def _look(root: Path, rel: str, seen: _Seen) -> tuple[bytes, str] | None:
+    """A file's bytes and digest, read once per pass however many items name it."""
+    if rel not in seen:
+        data = _read(root / rel)
+        seen[rel] = None if data is None else (data, hashlib.sha256(data).hexdigest())
+    return seen[rel]
+
+
+def files_now(refs: Sequence[FileRef], root: Path, seen: _Seen | None = None) -> list[FileNow]:
+    """What each named file under ``root`` is now (a file outside ``root`` is not judged); ``seen`` carries the
+    files already read in this pass."""
+    seen = {} if seen is None else seen
     now: list[FileNow] = []
     for ref in refs:
         rel = relative(ref.path, root)
         if rel is None:
             continue
-        data = _read(root / rel)
-        if data is None:
+        looked = _look(root, rel, seen)
+        if looked is None:
             if not (root / rel).exists():
                 now.append(FileNow(ref.path, exists=False))
             continue
-        changed = ref.sha256 is not None and hashlib.sha256(data).hexdigest() != ref.sha256
+        data, digest = looked
+        changed = ref.sha256 is not None and digest != ref.sha256
         kept: float | None = None
         if changed and ref.commit:
             old = _git(root, "show", f"{ref.commit}:{rel}")
@@ -143,10 +158,11 @@ def restamped(items: Iterable[MemoryItem], root: Path, at: datetime) -> list[Mem
     """The items naming files whose staleness changed: newly stale (``stale`` = why, ``stale_since`` = ``at``),
     or fresh again (both cleared)."""
     changed: list[MemoryItem] = []
+    seen: _Seen = {}  # a file many items name is read and hashed once
     for item in items:
         if not item.files or not item.active:
             continue
-        reason = stale_reason(files_now(item.files, root))
+        reason = stale_reason(files_now(item.files, root, seen))
         if reason == item.stale:
             continue
         if reason is None:

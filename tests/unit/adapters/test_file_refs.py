@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxbus.adapters import file_refs
 from ctxbus.adapters.file_refs import refs_for, relative, restamped, with_files
 from ctxbus.memory.model import MemoryItem, MemoryKind
 
@@ -77,3 +78,20 @@ def test_paths_outside_the_root_are_not_named(repo: Path, tmp_path: Path) -> Non
     assert relative(str(tmp_path / "elsewhere.py"), repo) is None
     assert relative("../secrets.py", repo) is None
     assert refs_for(["/etc/hostname", "../x.py"], repo) == ()
+
+
+def test_a_file_many_items_name_is_read_once_in_a_pass(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (stamped,) = with_files([item("see app/auth/reset.py and app/money.py")], repo)
+    many = [stamped.model_copy(update={"id": f"reset-{n}"}) for n in range(50)]
+    reads: list[Path] = []
+    real = file_refs._read
+
+    def counting(path: Path) -> bytes | None:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(file_refs, "_read", counting)
+    (repo / "app" / "money.py").write_text("import decimal\n" * 40)  # rewritten past recognition
+    changed = restamped(many, repo, AT)
+    assert len(changed) == 50 and all(i.stale == changed[0].stale for i in changed)
+    assert sorted(p.name for p in reads) == ["money.py", "reset.py"]
