@@ -61,10 +61,10 @@ _NOT_CHECKS = frozenset(
     whoami id uname clear exit read code vim vi nano emacs say osascript pbcopy pbpaste brew apt apt-get
     docker-compose kubectl aws gcloud az heroku fly vercel psql mysql sqlite3 redis-cli mongosh python python3
     node ruby php perl bash sh zsh
-    """.split()
+    """.split()  # noqa: SIM905 (a word list reads better than 130 quoted strings)
 )
 #: program -> the subcommands that make it a check by repetition (an interpreter runs a script or a tool's CLI)
-_RUNNERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "zsh"})
+RUNNERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "zsh"})
 _SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_.-]*$")
 
 
@@ -129,6 +129,39 @@ def extra_check(segment: str) -> Check | None:
     return None
 
 
+#: a command that rewrites files in place: a formatter (not in its check mode), a linter's ``--fix``, code generation
+_REWRITE = re.compile(
+    r"(?:--fix\b|--write\b|(?<![-=])\bfmt\b|(?<![-=])\bformat\b|\bscalafmt(?:All)?\b|\bscalafixAll\b|\bblack\b|\bisort\b|"
+    r"\bgofmt\s+-w\b|\brubocop\s+-[aA]\b|\bswiftformat\b|\bphp-cs-fixer\s+fix\b|\bclang-format\s+-i\b|"
+    r"\bktlint\s+(?:-F|--format)\b|\bbuild_runner\s+build\b|\b(?:prisma|sqlc|go)\s+generate\b|\bgo\s+mod\s+tidy\b|"
+    r"\blint:fix\b|\bpint\b)"
+)
+#: the check modes of those tools: they only look
+_CHECK_MODE = re.compile(
+    r"(?:--check\b|-check\b|--verify-no-changes\b|--dry-run\b|--set-exit-if-changed\b|--test\b|--lint\b|"
+    r"\bformat-patch\b|--diff\b|-l\b|--list-different\b)"
+)
+
+
+def rewrites_files(command: str) -> bool:
+    """Whether a command line rewrites files in place (``ruff format``, ``eslint --fix``, ``sbt scalafmtAll``,
+    ``dart run build_runner build``), rather than checking them (``--check``, ``--verify-no-changes``)."""
+    if not command or program_of(command) == "git":
+        return False
+    return bool(_REWRITE.search(command)) and not _CHECK_MODE.search(command)
+
+
+def only_rewrites(command: str) -> bool:
+    """Whether every step of a command line that does something rewrites files (``sbt scalafmtAll``): it fixes, it
+    verifies nothing (``terraform fmt && terraform plan`` also verifies)."""
+    doing = [
+        seg
+        for seg in _SPLIT.split(command or "")
+        if _segment_key(seg) is not None or check_of_segment(seg) is not None or extra_check(seg) is not None
+    ]
+    return bool(doing) and all(rewrites_files(seg) for seg in doing)
+
+
 def program_of(command: str) -> str:
     """The program a command line runs first (wrappers and ``VAR=value`` left out), by its basename."""
     for segment in _SPLIT.split(command or ""):
@@ -161,7 +194,7 @@ def _segment_key(segment: str) -> str | None:
     if not words:
         return None
     head = words[0].rsplit("/", 1)[-1]
-    if head in _RUNNERS:
+    if head in RUNNERS:
         # ``php artisan test``, ``python manage.py check``, ``bash scripts/ci.sh``: the script is the check
         rest = words[1:]
         if any(w in {"-c", "-e", "--eval", "-r", "-i"} for w in rest):

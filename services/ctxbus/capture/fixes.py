@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxbus.capture.checks import program_of, repeated_keys
+from ctxbus.capture.checks import RUNNERS, only_rewrites, program_of, repeated_keys, rewrites_files
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import remembered
 from ctxbus.capture.signature import Signature, basename, gist, quotable, relative, signature_of
@@ -34,6 +34,8 @@ class _Open:
     span: Span
     hits: int = 1
     edits: list[EditStep] = field(default_factory=list)
+    #: commands that rewrote files after it failed (a formatter, ``--fix``, code generation)
+    rewrites: list[str] = field(default_factory=list)
     #: a later run of its check no longer showed it (after edits): fixed, once a run of its check passes
     resolved: bool = False
 
@@ -78,6 +80,11 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
     open_errors: list[_Open] = []
     lessons: list[Lesson] = []
     for step in steps:
+        rewrote = _rewrote(step)
+        if rewrote is not None:  # a formatter or code generator changed files: an edit (its own verdict follows)
+            for error in open_errors:
+                if not error.resolved and rewrote not in error.rewrites:
+                    error.rewrites.append(rewrote)
         if isinstance(step, EditStep):
             for error in open_errors:
                 if not error.resolved:
@@ -98,21 +105,37 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                     _Open(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
                 )
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
+            if rewrote is not None and only_rewrites(rewrote):
+                continue  # it changed files; a later run of the check says whether that fixed anything
             for error in _closing(open_errors, step):
                 open_errors.remove(error)
-                if error.edits and not _passed_by_running_it_otherwise(error, step.run.command):
-                    fix = Fix(
-                        error.signature,
-                        error.command,
-                        error.hits,
-                        _edits_summary(error.edits, cwd),
-                        step.run.command,
-                        task,
-                    )
-                    lessons.append(Lesson(RuleName.FAILURE_FIX, Span(error.span.start, step.span.end), fix))
+                if _fixed(error, step.run.command):
+                    lessons.append(_lesson(error, step.run.command, step.span, cwd, task))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
     return lessons
+
+
+def _rewrote(step: Step) -> str | None:
+    """The command of a step that rewrote files in place and succeeded, else None."""
+    if isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED and rewrites_files(step.run.command):
+        return step.run.command
+    if isinstance(step, ShellStep) and not step.failed and rewrites_files(step.command):
+        return step.command
+    return None
+
+
+def _fixed(error: _Open, command: str) -> bool:
+    """Whether a pass of ``command`` fixed ``error``: files changed since it failed, by the change itself."""
+    if error.rewrites and not error.edits:
+        return True
+    return bool(error.edits) and not _passed_by_running_it_otherwise(error, command)
+
+
+def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> Lesson:
+    edits = _edits_summary(error.edits, cwd)
+    fix = Fix(error.signature, error.command, error.hits, edits, verified_by, task, tuple(error.rewrites))
+    return Lesson(RuleName.FAILURE_FIX, Span(error.span.start, span.end), fix)
 
 
 def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
@@ -129,8 +152,8 @@ def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: 
     """A command no check list knows, as a check by its repetition: failing, it opens an error keyed by its
     program and subcommand; passing after edits, it fixes the errors its own earlier runs opened."""
     families = tuple(f"{REPEATED}:{key}" for key in repeated_keys(step.command))
-    if not families:
-        return []
+    if not families or (not step.failed and only_rewrites(step.command)):
+        return []  # looks at nothing, or only changed files: no verdict on an error
     if step.failed:
         sig = signature_of(step.output)
         if not sig.identifiers and not sig.headline:
@@ -143,10 +166,19 @@ def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: 
         else:
             open_errors.append(_Open(sig, families, REPEATED, None, step.command, step.span))
         return []
+    repeated = [e for e in open_errors if e.kind == REPEATED]
+    closing = [e for e in repeated if set(families) & set(e.families)]
+    if not closing:  # ``sbt "testOnly X"`` failed, ``sbt test`` passed: the same tool, run wider or narrower
+        programs = {_program(f) for f in families} - RUNNERS
+        closing = [e for e in repeated if programs & {_program(f) for f in e.families}]
     lessons = []
-    for error in [e for e in open_errors if e.kind == REPEATED and set(families) & set(e.families)]:
+    for error in closing:
         open_errors.remove(error)
-        if error.edits:
-            fix = Fix(error.signature, error.command, error.hits, _edits_summary(error.edits, cwd), step.command, task)
-            lessons.append(Lesson(RuleName.FAILURE_FIX, Span(error.span.start, step.span.end), fix))
+        if error.edits or error.rewrites:
+            lessons.append(_lesson(error, step.command, step.span, cwd, task))
     return lessons
+
+
+def _program(family: str) -> str:
+    """The program of a repeated command's family (``repeated:sbt test`` -> ``sbt``)."""
+    return family.removeprefix(f"{REPEATED}:").split(" ", 1)[0]

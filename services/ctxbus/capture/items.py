@@ -70,7 +70,9 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
     sig = fix.signature
     names = ", ".join(sig.identifiers) or "an error"
     files = [path for path, _ in fix.edits]
-    title = f"Fix for {sig.key} in {', '.join(basename(f) for f in files[:3])}"
+    ran = ", ".join(_code(bare_command(c)) for c in fix.rewrites)
+    where = ", ".join(basename(f) for f in files[:3]) if files else f"by running {ran}"
+    title = f"Fix for {sig.key} in {where}" if files else f"Fix for {sig.key} {where}"
     parts = [f"{_code(bare_command(fix.failed_command))} failed with {names}"]
     stated = [line for line in (sig.lines or (sig.headline,)) if line and line not in names]
     if stated:
@@ -78,13 +80,19 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
     if fix.hits > 1:
         parts.append(f"(hit {fix.hits} times before the fix)")
     changes = "; ".join(f"{path} ({piece})" if piece else path for path, piece in fix.edits)
-    parts.append(f"Fixed by editing {changes}.")
+    done = [f"editing {changes}"] if fix.edits else []
+    done += [f"running {ran}"] if fix.rewrites else []
+    parts.append(f"Fixed by {' and '.join(done)}.")
     parts.append(f"Verified: {_code(bare_command(fix.verified_by))} passed.")
     if fix.task:
         parts.append(f"(While: {fix.task})")
-    insight = f"{sig.key}: fixed in {', '.join(files[:3])}"
+    insight = f"{sig.key}: fixed in {', '.join(files[:3])}" if files else f"{sig.key}: fixed by running {ran}"
     pieces = [piece for _, piece in fix.edits if piece]
-    lesson = f"When {sig.key} appears, look at {', '.join(files[:3])}" + (f": {pieces[0]}" if pieces else "")
+    lesson = (
+        f"When {sig.key} appears, look at {', '.join(files[:3])}" + (f": {pieces[0]}" if pieces else "")
+        if files
+        else f"When {sig.key} appears, run {ran}"
+    )
     return title, " ".join(parts), insight, lesson
 
 

@@ -30,6 +30,8 @@ class Fix:
     verified_by: str
     #: the session's task (its first prompt), clipped: the work the error came up in
     task: str = ""
+    #: commands that rewrote files in between (a formatter, ``--fix``, code generation), in order
+    rewrites: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -262,3 +262,34 @@ def test_an_episodes_result_is_the_answer_that_reports_it_not_a_closing_pleasant
     t = fail_fix_pass().prompt("thanks!").say("You're welcome.")
     episode = next(i for i in capture(t) if i.provenance and i.provenance.rule == "episode")
     assert "single use" in episode.content and "welcome" not in episode.content
+
+
+SCALAFMT_RED = "[warn] build.sbt:1: formatting issues\n[error] (api / Test / scalafmtCheck) 2 files must be formatted\n"
+
+
+def test_a_failure_fixed_by_running_a_formatter_is_one_learning_that_names_the_command() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("CI's format check fails on the api tests")
+        .bash("sbt api/Test/scalafmtCheck", SCALAFMT_RED, code=1)
+        .bash("sbt api/Test/scalafmt", "[info] Reformatted 2 Scala sources")
+        .bash("sbt api/Test/scalafmtCheck", "[success] Total time: 3 s")
+        .say("Formatted; the check passes.")
+    )
+    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1
+    assert "by running `sbt api/Test/scalafmt`" in fixes[0].title and fixes[0].files == ()
+    assert "Verified: `sbt api/Test/scalafmtCheck` passed." in fixes[0].content
+
+
+def test_the_same_tool_run_wider_verifies_what_it_failed_narrower() -> None:
+    red = "[error] ==> X rates.RatesSpec.zone surcharge  0.004s munit.ComparisonFailException: 12 != 14\n"
+    t = (
+        Transcript("s1")
+        .prompt("the zone surcharge is off by two")
+        .bash('sbt "testOnly rates.RatesSpec"', red, code=1)
+        .edit("src/main/scala/rates/Surcharge.scala", "base + 12", "base + 14")
+        .bash("sbt test", "[info] Passed: Total 41, Failed 0, Errors 0, Passed 41")
+    )
+    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    assert len(fixes) == 1 and "Surcharge.scala" in fixes[0].title

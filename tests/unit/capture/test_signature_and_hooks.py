@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
+from ctxbus.capture.checks import only_rewrites, rewrites_files
 from ctxbus.capture.engine import capture_steps
 from ctxbus.capture.items import SessionFacts
 from ctxbus.capture.signature import gist, signature_of
@@ -120,3 +123,25 @@ def test_log_levels_are_no_identifiers_and_surefire_names_the_failing_test() -> 
     )
     ids = signature_of(output).identifiers
     assert ids[0] == "InvoiceControllerTest.rejectsBlankCustomerId" and "INFO" not in ids and "ERROR" not in ids
+
+
+@pytest.mark.parametrize(
+    ("command", "rewrites"),
+    [
+        ("ruff format src", True),
+        ("ruff format --check src", False),
+        ("npx eslint --fix src", True),
+        ("dotnet format --verify-no-changes", False),
+        ("dart run build_runner build --delete-conflicting-outputs", True),
+        ("sqlfluff lint models --format json", False),
+        ("git format-patch HEAD~1", False),
+        ("terraform fmt -recursive && terraform plan", True),
+    ],
+)
+def test_which_commands_rewrite_files(command: str, rewrites: bool) -> None:
+    assert rewrites_files(command) is rewrites
+
+
+def test_a_line_that_also_checks_is_not_only_a_rewrite() -> None:
+    assert only_rewrites("sbt scalafmtAll") and only_rewrites("npx prettier --write . && npx eslint --fix .")
+    assert not only_rewrites("terraform fmt -recursive && terraform plan") and not only_rewrites("pytest -q")
