@@ -105,7 +105,7 @@ class KafkaClientConfig:
             "acks": "all",
             "enable_idempotence": self.idempotence,
             "linger_ms": 0,
-            "request_timeout_ms": 10_000,
+            "request_timeout_ms": self.settings.request_timeout_ms,
             # the same limit the publishers check first (adapters.kafka.limits): the client never refuses
             "max_request_size": self.settings.max_record_bytes,
         }

@@ -16,6 +16,7 @@ import structlog
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from ctxbus.adapters.kafka import broker_gone
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import check_record_size
 from ctxbus.adapters.kafka.schemas_topic import announcements
@@ -71,6 +72,7 @@ class EventPublisher:
         """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
         (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
+        broker_gone.register(self._producer, config.bootstrap_servers)  # its records in flight fail if it dies
         self._serialize = serializer or EventSerializer(scrub=scrub_payload)
         self.max_record_bytes = config.settings.max_record_bytes
         self._schemas_topic = schemas_topic
