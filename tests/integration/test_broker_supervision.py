@@ -217,3 +217,35 @@ async def test_a_kill_under_load_loses_no_request_published_before_it_or_after_t
     assert sent <= await answered(stack, sent)
     grew = stack.log.stat().st_size - grown_from
     assert grew < 100_000, grew
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_requests_the_broker_acknowledged_and_the_archive_had_not_read_are_sent_again_after_a_kill(
+    tmp_path: Path,
+) -> None:
+    """The archiver reads the broker every 10 s here (no doorbell, a 10 s background fetch wait): requests published
+    just before the kill are acknowledged by the broker and not archived, so they die with it. The publisher kept
+    them and sends them again once the new broker is refilled: every acknowledged request is in the replay and
+    answered."""
+    stack = Stack(
+        tmp_path,
+        {
+            "HOME": str(tmp_path / "home"),
+            "CTXBUS_KAFKA_DOORBELL": "false",
+            "CTXBUS_KAFKA_BACKGROUND_FETCH_MAX_WAIT_MS": "10000",
+        },
+    )
+    try:
+        await asyncio.to_thread(stack.start)
+        warm = await ask(stack, 2, "warm")
+        assert warm <= await answered(stack, warm)
+        unread = await ask(stack, 4, "unread")  # the archiver's fetch in flight returns in up to 10 s
+        old = kill_broker(stack)
+        await asyncio.to_thread(wait_recovered, stack, 1, old)
+        after = await ask(stack, 2, "after-kill")  # the test's next publisher sends the lost ones again first
+        sent = warm | unread | after
+        assert await asyncio.to_thread(stack.replay_requests) >= sent
+        assert sent <= await answered(stack, sent)
+    finally:
+        stop_quietly(stack.proc)

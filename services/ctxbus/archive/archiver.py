@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 
+from ctxbus.adapters.kafka.archive_progress import Progress, start_life, write_progress
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.doorbell import Quiet
 from ctxbus.archive.files import PartitionWriter, read_file, scan
@@ -39,6 +41,10 @@ HOUSEKEEPING_S = 60.0
 REDISCOVER_S = 5.0
 #: how long a stopping archiver keeps reading to reach the end of every partition
 DRAIN_TIMEOUT_S = 5.0
+#: empty polls in a row that tell a snapshot the archive read what the broker held when the positions were read
+EMPTY_POLLS = 2
+#: the longest a snapshot reads on before it keeps the positions
+CATCH_UP_S = 1.0
 #: the longest a snapshot of the groups' positions may take: aiokafka asks a dead coordinator for ever
 SNAPSHOT_TIMEOUT_S = 10.0
 #: the longest closing a group reader may take (it leaves its group, maybe on a dead broker)
@@ -98,6 +104,9 @@ class Archiver:
         #: set by ``ctxbus up`` when its broker died: the stop reads nothing more from it and keeps the last
         #: snapshot of the groups' positions (one taken from a dead or an empty broker would be wrong)
         self.broker_gone = False
+        #: this broker life's progress file (adapters/kafka/archive_progress.py), written now: the publishers of the
+        #: round keep what they send under this life from their first record
+        self._progress = start_life(root, uuid.uuid4().hex)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
@@ -129,6 +138,7 @@ class Archiver:
         finally:
             for writer in self._writers.values():
                 writer.close()
+            self._write_progress(self._held())
             self._state.save(self._root)
             for reader in self._group_readers.values():
                 with contextlib.suppress(Exception):
@@ -161,7 +171,7 @@ class Archiver:
             # is nothing new to snapshot (the stop snapshots anyway)
             if quiet is None or self.idle_for(now) <= 2 * self._offsets_s:
                 # bounded: on a dead broker the snapshot would wait for ever (the round ends, `up` restarts it)
-                await asyncio.wait_for(self._snapshot_offsets(admin), SNAPSHOT_TIMEOUT_S)
+                timers.unflushed += await asyncio.wait_for(self._snapshot_offsets(admin, consumer), SNAPSHOT_TIMEOUT_S)
             timers.offsets = now + self._offsets_s
         if now >= timers.rediscover:
             await self._assign(consumer)
@@ -255,12 +265,28 @@ class Archiver:
         """Flush and fsync every partition's file in a worker thread: the services of ``ctxbus up`` share this
         event loop, and a slow disk must not stall them (nothing is appended meanwhile: this loop waits)."""
         writers = list(self._writers.values())
+        held = self._held()
 
         def flush_all() -> None:
             for writer in writers:
                 writer.flush()
+            self._write_progress(held)
 
         await asyncio.to_thread(flush_all)
+
+    def _held(self) -> dict[str, int]:
+        """Per partition, the broker offset up to which the archive holds its records once the files are flushed."""
+        return {
+            tp_key(tp.topic, tp.partition): nxt - self._state.base(tp.topic, tp.partition)
+            for tp, nxt in self._next.items()
+        }
+
+    def _write_progress(self, held: dict[str, int]) -> None:
+        """What the archive holds, for the publishers that keep what they sent until it does."""
+        if held != self._progress.archived:
+            self._progress = Progress(self._progress.life, held, self._progress.lives)
+            with contextlib.suppress(OSError):
+                write_progress(self._root, self._progress)
 
     async def _drain(self, consumer: AIOKafkaConsumer) -> None:
         """Read on until a poll brings nothing (the end of every partition), within DRAIN_TIMEOUT_S."""
@@ -270,21 +296,43 @@ class Archiver:
                 pass
         await self._flush()
 
-    async def _snapshot_offsets(self, admin: AIOKafkaAdminClient) -> None:
-        """The committed position of every consumer group of the prefix, in archive offsets."""
+    async def _snapshot_offsets(self, admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer | None = None) -> int:
+        """The committed position of every consumer group of the prefix, in archive offsets; with ``consumer``, kept
+        only once the archive read on to the end of every partition (how many records that took).
+
+        A service commits an input only after its outputs were acknowledged. A snapshot saved before the archive read
+        those outputs would, after a broker death, skip the input and never bring the output back (an answer lost):
+        so the archive first reads what the broker holds now, outputs included."""
         groups = sorted(g for g, _kind in await admin.list_consumer_groups() if g.startswith(f"{self._topics.prefix}."))
+        taken: dict[str, dict[str, int]] = {}
         for group in groups:
             reader = self._group_readers.get(group)
             if reader is None:
                 reader = AIOKafkaConsumer(**self._config.consumer("archiver-offsets", group))
                 await reader.start()
                 self._group_readers[group] = reader
-            positions = self._state.groups.setdefault(group, {})
+            positions = taken.setdefault(group, {})
             for tp in sorted(self._assigned):
                 committed = await reader.committed(tp)
                 if committed is not None:
                     positions[tp_key(tp.topic, tp.partition)] = committed + self._state.base(tp.topic, tp.partition)
+        read = await self._catch_up(consumer) if consumer is not None else 0
+        for group, positions in taken.items():
+            self._state.groups.setdefault(group, {}).update(positions)
         await asyncio.to_thread(self._state.save, self._root)  # an fsync: off the services' loop
+        return read
+
+    async def _catch_up(self, consumer: AIOKafkaConsumer) -> int:
+        """Read until EMPTY_POLLS polls in a row bring nothing (each outlasts a background fetch wait: a fetch sent
+        after the positions were read has come back empty), or for CATCH_UP_S under steady load (by then every fetch
+        sent after the positions were read has come back)."""
+        deadline, empty, read = time.monotonic() + CATCH_UP_S, 0, 0
+        wait_ms = max(FETCH_TIMEOUT_MS, 2 * self._config.background_fetch_max_wait_ms)
+        while empty < EMPTY_POLLS and (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
+            got = await self._poll(consumer, min(wait_ms, left_ms))
+            read += got
+            empty = 0 if got else empty + 1
+        return read
 
     def _retention(self) -> None:
         files = scan(self._root)
