@@ -142,6 +142,7 @@ async def test_a_kill_with_records_in_flight_does_not_wait_for_the_producers_req
         assert after <= await answered(stack, after)
         log = stack.log.read_text()
         assert "Traceback" not in log and "Task was destroyed but it is pending" not in log, log[-4000:]
+        assert '"services_not_stopped"' not in log, log[-4000:]
         assert old_round_stopped(log), "a service of up's old round had not stopped when the new broker started"
     finally:
         stop_quietly(stack.proc)

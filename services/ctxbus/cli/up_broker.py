@@ -146,9 +146,11 @@ async def watch_broker(
         if archiver is not None:
             archiver.broker_gone = True
         # first: the services' records in flight fail now, before their stop would wait for them
-        await broker_gone.mark_gone(broker.bootstrap_servers)
+        in_flight = await broker_gone.mark_gone(broker.bootstrap_servers)
         parts.hurry(DEAD_BROKER_GRACE_S)
         broker_died(broker, metrics, settings, between)
+        if in_flight:
+            log.warning("records_in_flight_failed", producers=in_flight, reason="the broker died")
         stop.set()
         done, _ = await asyncio.wait({running}, timeout=DEAD_BROKER_GRACE_S)
         if not done:
