@@ -41,10 +41,8 @@ HOUSEKEEPING_S = 60.0
 REDISCOVER_S = 5.0
 #: how long a stopping archiver keeps reading to reach the end of every partition
 DRAIN_TIMEOUT_S = 5.0
-#: empty polls in a row that tell a snapshot the archive read what the broker held when the positions were read
-EMPTY_POLLS = 2
-#: the longest a snapshot reads on before it keeps the positions
-CATCH_UP_S = 1.0
+#: the longest a snapshot reads on to the partitions' ends before it keeps the positions (else it keeps the last)
+CATCH_UP_S = 2.0
 #: the longest a snapshot of the groups' positions may take: aiokafka asks a dead coordinator for ever
 SNAPSHOT_TIMEOUT_S = 10.0
 #: the longest closing a group reader may take (it leaves its group, maybe on a dead broker)
@@ -298,11 +296,12 @@ class Archiver:
 
     async def _snapshot_offsets(self, admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer | None = None) -> int:
         """The committed position of every consumer group of the prefix, in archive offsets; with ``consumer``, kept
-        only once the archive read on to the end of every partition (how many records that took).
+        only once the archive read every partition up to its end as it was after the positions were read (else the
+        last snapshot stays, and this one is tried again at the next interval); how many records that read.
 
         A service commits an input only after its outputs were acknowledged. A snapshot saved before the archive read
         those outputs would, after a broker death, skip the input and never bring the output back (an answer lost):
-        so the archive first reads what the broker holds now, outputs included."""
+        so the archive first reads what the broker held then, outputs included."""
         groups = sorted(g for g, _kind in await admin.list_consumer_groups() if g.startswith(f"{self._topics.prefix}."))
         taken: dict[str, dict[str, int]] = {}
         for group in groups:
@@ -316,23 +315,31 @@ class Archiver:
                 committed = await reader.committed(tp)
                 if committed is not None:
                     positions[tp_key(tp.topic, tp.partition)] = committed + self._state.base(tp.topic, tp.partition)
-        read = await self._catch_up(consumer) if consumer is not None else 0
+        read = 0
+        if consumer is not None and self._assigned:
+            caught_up, read = await self._catch_up(consumer)
+            if not caught_up:
+                return read
         for group, positions in taken.items():
             self._state.groups.setdefault(group, {}).update(positions)
         await asyncio.to_thread(self._state.save, self._root)  # an fsync: off the services' loop
         return read
 
-    async def _catch_up(self, consumer: AIOKafkaConsumer) -> int:
-        """Read until EMPTY_POLLS polls in a row bring nothing (each outlasts a background fetch wait: a fetch sent
-        after the positions were read has come back empty), or for CATCH_UP_S under steady load (by then every fetch
-        sent after the positions were read has come back)."""
-        deadline, empty, read = time.monotonic() + CATCH_UP_S, 0, 0
+    async def _catch_up(self, consumer: AIOKafkaConsumer) -> tuple[bool, int]:
+        """Read until every partition is archived up to its end as the broker reports it now, within CATCH_UP_S;
+        whether it got there, and how many records it read."""
+        ends = await consumer.end_offsets(sorted(self._assigned))
+
+        def behind() -> bool:
+            return any(
+                self._next.get(tp, 0) - self._state.base(tp.topic, tp.partition) < end for tp, end in ends.items()
+            )
+
+        deadline, read = time.monotonic() + CATCH_UP_S, 0
         wait_ms = max(FETCH_TIMEOUT_MS, 2 * self._config.background_fetch_max_wait_ms)
-        while empty < EMPTY_POLLS and (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
-            got = await self._poll(consumer, min(wait_ms, left_ms))
-            read += got
-            empty = 0 if got else empty + 1
-        return read
+        while behind() and (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
+            read += await self._poll(consumer, min(wait_ms, left_ms))
+        return not behind(), read
 
     def _retention(self) -> None:
         files = scan(self._root)
