@@ -143,6 +143,7 @@ async def test_a_kill_with_records_in_flight_does_not_wait_for_the_producers_req
         log = stack.log.read_text()
         assert "Traceback" not in log and "Task was destroyed but it is pending" not in log, log[-4000:]
         assert '"services_not_stopped"' not in log, log[-4000:]
+        assert '"records_in_flight_failed"' in log, "no record was in flight at the kill: the case was not met"
         assert old_round_stopped(log), "a service of up's old round had not stopped when the new broker started"
     finally:
         stop_quietly(stack.proc)
