@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxbus.adapters.kafka.resend import keeper_for
 from ctxbus.contract.topics import Topics
 
 from .up_stack import Stack, answers, ask, stop_quietly, wait_archived
@@ -247,6 +248,7 @@ async def test_requests_the_broker_acknowledged_and_the_archive_had_not_read_are
         await asyncio.to_thread(wait_recovered, stack, 1, old)
         after = await ask(stack, 2, "after-kill")  # the test's next publisher sends the lost ones again first
         sent = warm | unread | after
+        assert keeper_for(stack.data / "archive").resent > 0  # the case was met: some died with the broker
         assert await asyncio.to_thread(stack.replay_requests) >= sent
         assert sent <= await answered(stack, sent)
     finally:
