@@ -124,4 +124,6 @@ def kafka_config(settings: Settings) -> KafkaClientConfig:
             f"no broker to connect to: start the stack with `ctxbus up` (data dir {settings.data_dir}), "
             "or set CTXBUS_KAFKA_BOOTSTRAP_SERVERS"
         )
-    return KafkaClientConfig(settings.kafka, info.bootstrap_servers, embedded=True)
+    # with up's archive on, publishers keep what they send until it holds it (adapters/kafka/resend.py)
+    archive = settings.archive_dir if settings.archive.enabled is not False else None
+    return KafkaClientConfig(settings.kafka, info.bootstrap_servers, embedded=True, archive=archive)

@@ -65,6 +65,8 @@ class KafkaSettings(BaseSettings):
     #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
     #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it.
     session_timeout_ms: int | None = Field(default=None, ge=1_000, le=300_000)
+    #: how long a producer waits for the broker's answer to a request (and keeps retrying a record) before it fails
+    request_timeout_ms: int = Field(default=10_000, ge=1_000, le=3_600_000)
     #: largest record a ctxbus producer sends (key + value + headers, as aiokafka sizes it); larger ones are
     #: refused before they reach the client. Kafka's default broker limit (message.max.bytes) is about 1 MiB.
     max_record_bytes: int = Field(default=1_048_576, ge=65_536, le=100_000_000)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxbus.adapters.kafka.resend import keeper_for
 from ctxbus.contract.topics import Topics
 
 from .up_stack import Stack, answers, ask, stop_quietly, wait_archived
@@ -95,6 +96,60 @@ async def test_a_killed_broker_is_restarted_refilled_and_answers_again(stack: St
     assert stack.log.stat().st_size - grown_from < 100_000
 
 
+def old_round_stopped(log: str) -> bool:
+    """Whether every service of ``up`` that was ready before the broker died logged its stop before the new broker
+    started (none was left running on, or abandoned in, the dead broker's round)."""
+    lines = []
+    for line in log.splitlines():
+        with contextlib.suppress(ValueError):  # up and its child write to one file: a line may be cut by another
+            lines.append(json.loads(line))
+    events = [line.get("event") for line in lines]
+    ready = next(
+        s for s in (line.get("services") for line in lines if line.get("event") == "services_ready") if "retriever" in s
+    )
+    died, restarted = events.index("broker_died"), events.index("broker_restarted")
+    stopped = {line.get("service") for line in lines[died:restarted] if line.get("event") == "service_stopped"}
+    return set(ready) <= stopped
+
+
+#: a producer's request timeout far beyond RECOVER_TIMEOUT_S: a round whose teardown waits for it never recovers in time
+LONG_REQUEST_TIMEOUT_MS = 900_000
+BURST = 300
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_a_kill_with_records_in_flight_does_not_wait_for_the_producers_request_timeout(tmp_path: Path) -> None:
+    """The broker is frozen (SIGSTOP) while the services work through a burst of requests, so their producers hold
+    records in flight, then killed. With the producers' request timeout at 15 minutes, a teardown that waits for
+    it on the dead broker would not recover within RECOVER_TIMEOUT_S; nothing of the old round may wait for it."""
+    stack = Stack(
+        tmp_path, {"HOME": str(tmp_path / "home"), "CTXBUS_KAFKA_REQUEST_TIMEOUT_MS": str(LONG_REQUEST_TIMEOUT_MS)}
+    )
+    try:
+        await asyncio.to_thread(stack.start)
+        warm = await ask(stack, 2, "warm")
+        assert warm <= await answered(stack, warm)
+        await ask(stack, BURST, "burst")  # seconds of work for the retriever, more than the publishing took
+        await answers(stack, len(warm) + 3)  # the services are at work on the burst
+        pid = runtime(stack)["broker_pid"]
+        assert isinstance(pid, int)
+        os.kill(pid, signal.SIGSTOP)  # every record sent from now on stays in flight
+        await asyncio.sleep(1.0)
+        old = kill_broker(stack)
+        seconds = await asyncio.to_thread(wait_recovered, stack, 1, old)
+        print(f"recovered {seconds:.1f} s after the kill")
+        after = await ask(stack, 2, "after-kill")
+        assert after <= await answered(stack, after)
+        log = stack.log.read_text()
+        assert "Traceback" not in log and "Task was destroyed but it is pending" not in log, log[-4000:]
+        assert '"services_not_stopped"' not in log, log[-4000:]
+        assert '"records_in_flight_failed"' in log, "no record was in flight at the kill: the case was not met"
+        assert old_round_stopped(log), "a service of up's old round had not stopped when the new broker started"
+    finally:
+        stop_quietly(stack.proc)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 async def test_three_kills_recover_and_a_fourth_within_the_window_stops_up_with_one_line(stack: Stack) -> None:
@@ -165,3 +220,36 @@ async def test_a_kill_under_load_loses_no_request_published_before_it_or_after_t
     assert sent <= await answered(stack, sent)
     grew = stack.log.stat().st_size - grown_from
     assert grew < 100_000, grew
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_requests_the_broker_acknowledged_and_the_archive_had_not_read_are_sent_again_after_a_kill(
+    tmp_path: Path,
+) -> None:
+    """The archiver reads the broker every 10 s here (no doorbell, a 10 s background fetch wait): requests published
+    just before the kill are acknowledged by the broker and not archived, so they die with it. The publisher kept
+    them and sends them again once the new broker is refilled: every acknowledged request is in the replay and
+    answered."""
+    stack = Stack(
+        tmp_path,
+        {
+            "HOME": str(tmp_path / "home"),
+            "CTXBUS_KAFKA_DOORBELL": "false",
+            "CTXBUS_KAFKA_BACKGROUND_FETCH_MAX_WAIT_MS": "10000",
+        },
+    )
+    try:
+        await asyncio.to_thread(stack.start)
+        warm = await ask(stack, 2, "warm")
+        assert warm <= await answered(stack, warm)
+        unread = await ask(stack, 4, "unread")  # the archiver's fetch in flight returns in up to 10 s
+        old = kill_broker(stack)
+        await asyncio.to_thread(wait_recovered, stack, 1, old)
+        after = await ask(stack, 2, "after-kill")  # the test's next publisher sends the lost ones again first
+        sent = warm | unread | after
+        assert keeper_for(stack.data / "archive").resent > 0  # the case was met: some died with the broker
+        assert await asyncio.to_thread(stack.replay_requests) >= sent
+        assert sent <= await answered(stack, sent)
+    finally:
+        stop_quietly(stack.proc)

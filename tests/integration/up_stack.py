@@ -82,7 +82,8 @@ class Stack:
     @property
     def kafka(self) -> KafkaClientConfig:
         settings = KafkaSettings(enable_idempotence=False, fetch_max_wait_ms=5)
-        return KafkaClientConfig(settings, f"127.0.0.1:{self.port}", embedded=True)
+        # its publishers keep what they send until up's archive holds it (adapters/kafka/resend.py)
+        return KafkaClientConfig(settings, f"127.0.0.1:{self.port}", embedded=True, archive=self.data / "archive")
 
     def replay_requests(self) -> set[str]:
         env = self.env

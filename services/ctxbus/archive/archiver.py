@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 
+from ctxbus.adapters.kafka.archive_progress import Progress, start_life, write_progress
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.doorbell import Quiet
 from ctxbus.archive.files import PartitionWriter, read_file, scan
@@ -39,6 +41,8 @@ HOUSEKEEPING_S = 60.0
 REDISCOVER_S = 5.0
 #: how long a stopping archiver keeps reading to reach the end of every partition
 DRAIN_TIMEOUT_S = 5.0
+#: the longest a snapshot reads on to the partitions' ends before it keeps the positions (else it keeps the last)
+CATCH_UP_S = 2.0
 #: the longest a snapshot of the groups' positions may take: aiokafka asks a dead coordinator for ever
 SNAPSHOT_TIMEOUT_S = 10.0
 #: the longest closing a group reader may take (it leaves its group, maybe on a dead broker)
@@ -98,6 +102,9 @@ class Archiver:
         #: set by ``ctxbus up`` when its broker died: the stop reads nothing more from it and keeps the last
         #: snapshot of the groups' positions (one taken from a dead or an empty broker would be wrong)
         self.broker_gone = False
+        #: this broker life's progress file (adapters/kafka/archive_progress.py), written now: the publishers of the
+        #: round keep what they send under this life from their first record
+        self._progress = start_life(root, uuid.uuid4().hex)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Archive until ``stop``; broker trouble is logged and retried, never fatal."""
@@ -129,6 +136,7 @@ class Archiver:
         finally:
             for writer in self._writers.values():
                 writer.close()
+            self._write_progress(self._held())
             self._state.save(self._root)
             for reader in self._group_readers.values():
                 with contextlib.suppress(Exception):
@@ -161,7 +169,7 @@ class Archiver:
             # is nothing new to snapshot (the stop snapshots anyway)
             if quiet is None or self.idle_for(now) <= 2 * self._offsets_s:
                 # bounded: on a dead broker the snapshot would wait for ever (the round ends, `up` restarts it)
-                await asyncio.wait_for(self._snapshot_offsets(admin), SNAPSHOT_TIMEOUT_S)
+                timers.unflushed += await asyncio.wait_for(self._snapshot_offsets(admin, consumer), SNAPSHOT_TIMEOUT_S)
             timers.offsets = now + self._offsets_s
         if now >= timers.rediscover:
             await self._assign(consumer)
@@ -255,12 +263,28 @@ class Archiver:
         """Flush and fsync every partition's file in a worker thread: the services of ``ctxbus up`` share this
         event loop, and a slow disk must not stall them (nothing is appended meanwhile: this loop waits)."""
         writers = list(self._writers.values())
+        held = self._held()
 
         def flush_all() -> None:
             for writer in writers:
                 writer.flush()
+            self._write_progress(held)
 
         await asyncio.to_thread(flush_all)
+
+    def _held(self) -> dict[str, int]:
+        """Per partition, the broker offset up to which the archive holds its records once the files are flushed."""
+        return {
+            tp_key(tp.topic, tp.partition): nxt - self._state.base(tp.topic, tp.partition)
+            for tp, nxt in self._next.items()
+        }
+
+    def _write_progress(self, held: dict[str, int]) -> None:
+        """What the archive holds, for the publishers that keep what they sent until it does."""
+        if held != self._progress.archived:
+            self._progress = Progress(self._progress.life, held, self._progress.lives)
+            with contextlib.suppress(OSError):
+                write_progress(self._root, self._progress)
 
     async def _drain(self, consumer: AIOKafkaConsumer) -> None:
         """Read on until a poll brings nothing (the end of every partition), within DRAIN_TIMEOUT_S."""
@@ -270,21 +294,52 @@ class Archiver:
                 pass
         await self._flush()
 
-    async def _snapshot_offsets(self, admin: AIOKafkaAdminClient) -> None:
-        """The committed position of every consumer group of the prefix, in archive offsets."""
+    async def _snapshot_offsets(self, admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer | None = None) -> int:
+        """The committed position of every consumer group of the prefix, in archive offsets; with ``consumer``, kept
+        only once the archive read every partition up to its end as it was after the positions were read (else the
+        last snapshot stays, and this one is tried again at the next interval); how many records that read.
+
+        A service commits an input only after its outputs were acknowledged. A snapshot saved before the archive read
+        those outputs would, after a broker death, skip the input and never bring the output back (an answer lost):
+        so the archive first reads what the broker held then, outputs included."""
         groups = sorted(g for g, _kind in await admin.list_consumer_groups() if g.startswith(f"{self._topics.prefix}."))
+        taken: dict[str, dict[str, int]] = {}
         for group in groups:
             reader = self._group_readers.get(group)
             if reader is None:
                 reader = AIOKafkaConsumer(**self._config.consumer("archiver-offsets", group))
                 await reader.start()
                 self._group_readers[group] = reader
-            positions = self._state.groups.setdefault(group, {})
+            positions = taken.setdefault(group, {})
             for tp in sorted(self._assigned):
                 committed = await reader.committed(tp)
                 if committed is not None:
                     positions[tp_key(tp.topic, tp.partition)] = committed + self._state.base(tp.topic, tp.partition)
+        read = 0
+        if consumer is not None and self._assigned:
+            caught_up, read = await self._catch_up(consumer)
+            if not caught_up:
+                return read
+        for group, positions in taken.items():
+            self._state.groups.setdefault(group, {}).update(positions)
         await asyncio.to_thread(self._state.save, self._root)  # an fsync: off the services' loop
+        return read
+
+    async def _catch_up(self, consumer: AIOKafkaConsumer) -> tuple[bool, int]:
+        """Read until every partition is archived up to its end as the broker reports it now, within CATCH_UP_S;
+        whether it got there, and how many records it read."""
+        ends = await consumer.end_offsets(sorted(self._assigned))
+
+        def behind() -> bool:
+            return any(
+                self._next.get(tp, 0) - self._state.base(tp.topic, tp.partition) < end for tp, end in ends.items()
+            )
+
+        deadline, read = time.monotonic() + CATCH_UP_S, 0
+        wait_ms = max(FETCH_TIMEOUT_MS, 2 * self._config.background_fetch_max_wait_ms)
+        while behind() and (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
+            read += await self._poll(consumer, min(wait_ms, left_ms))
+        return not behind(), read
 
     def _retention(self) -> None:
         files = scan(self._root)

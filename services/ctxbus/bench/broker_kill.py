@@ -10,8 +10,9 @@ Per kill: seconds until the stack is ready again, seconds until the first reques
 (the figure the issue asks under 15 s), and the bytes ``up``'s log grew by from the kill until it was ready (the
 lines of the outage alone) and until ``between_s`` after (with the load's own lines). At the end, from the whole
 history (the replay of the request topic, the injected topic read from its beginning): requests acknowledged by
-the broker and lost (before a kill: the broker had acknowledged them and the archiver had not read them yet; after
-a recovery: should be none), requests not answered, and answers repeated (the groups' positions come back from
+the broker and lost (none should be: the load's publisher keeps what it sent until the archive holds it and sends
+again what a killed broker took with it, ``adapters/kafka/resend.py``; it counts those: "sent again"), requests
+not answered, and answers repeated (the groups' positions come back from
 the archive's last snapshot, taken up to its interval before the kill).
 """
 
@@ -33,6 +34,7 @@ from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.resend import keeper_for
 from ctxbus.bench.recycle import _ready, _request
 from ctxbus.bench.stack import BenchStack, bench_stack
 from ctxbus.contract.topics import Topics
@@ -194,6 +196,8 @@ async def _run(stack: BenchStack, kills: int, rate: float, before_s: float, betw
         "lost_by_phase": {p: sum(1 for v in lost.values() if v == p) for p in sorted(set(lost.values()))},
         "unanswered": sum(1 for cid in load.acked if cid not in answered),
         "repeated_answers": len(answers) - len(answered),
+        # sent again by the load's publisher: acknowledged by a broker that died before the archive held them
+        "resent": keeper_for(stack.kafka.archive).resent if stack.kafka.archive is not None else 0,
     }
 
 
@@ -221,5 +225,5 @@ def print_report(result: dict[str, Any]) -> None:
     )
     print(
         f"  lost: {len(result['lost'])} {result['lost_by_phase']}; unanswered: {result['unanswered']}; "
-        f"answers repeated: {result['repeated_answers']}"
+        f"answers repeated: {result['repeated_answers']}; sent again after a kill: {result.get('resent', 0)}"
     )

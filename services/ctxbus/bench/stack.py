@@ -104,7 +104,10 @@ def bench_stack(memories_count: int, **env_extra: str) -> Iterator[BenchStack]:
     proc = start_stack(env, data_dir)
     try:
         runtime = json.loads((data_dir / "runtime.json").read_text())
-        kafka = KafkaClientConfig(settings.kafka, runtime["bootstrap_servers"], embedded=True)
+        # the load's publishers keep what they send until the archive holds it, as every ctxbus client of up does
+        kafka = KafkaClientConfig(
+            settings.kafka, runtime["bootstrap_servers"], embedded=True, archive=settings.archive_dir
+        )
         yield BenchStack(proc, env, settings, kafka, load_s)
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -146,7 +146,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             broker = EmbeddedBroker(settings.kafka.embedded_port, log_file=settings.data_dir / "broker.log").start()
         except BrokerStartError as exc:
             raise CliError(f"cannot start the embedded broker: {exc}", 1) from exc
-        config = KafkaClientConfig(settings.kafka, broker.bootstrap_servers, embedded=True)
+        archive = settings.archive_dir if settings.archive.enabled is not False else None
+        config = KafkaClientConfig(settings.kafka, broker.bootstrap_servers, embedded=True, archive=archive)
     else:
         config = KafkaClientConfig(settings.kafka, settings.kafka.bootstrap_servers, embedded=False)
     processes = args.processes or settings.up_processes or auto_processes(cpus())

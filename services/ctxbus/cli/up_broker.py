@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import EmbeddedBroker
+from ctxbus.adapters.kafka import broker_gone
 from ctxbus.cli.up_processes import StackParts
 from ctxbus.observability import Metrics
 from ctxbus.runtime import RuntimeInfo
@@ -34,6 +37,9 @@ BROKER_CHECK_S = 0.5
 #: how long the services may take to stop once the broker died (they cannot commit anything), before they are
 #: cancelled (the child processes: SIGKILLed)
 DEAD_BROKER_GRACE_S = 2.0
+#: how long the services' cleanup may take after their cancellation before the round ends without them (their Kafka
+#: clients are then reaped): nothing of it waits on the dead broker (``adapters/kafka/broker_gone.py``)
+DEAD_BROKER_CLEANUP_S = 5.0
 #: ``/readyz``'s check while the broker is recycled or restarted
 RECYCLING_CHECK = "stack"
 
@@ -95,15 +101,27 @@ def broker_died(broker: EmbeddedBroker, metrics: Metrics, settings: Settings, be
     rewrite_runtime(settings, between, None)
 
 
-async def services_ended(running: asyncio.Future[list[None]], between: BrokerLife) -> None:
-    """Wait for the round's services; the watcher's cancellation of a stop that waited on a dead broker ends them
-    too, a cancellation of ``up`` itself goes on."""
+async def services_ended(
+    running: asyncio.Future[list[None]], between: BrokerLife, parts: Sequence[asyncio.Future[None]]
+) -> None:
+    """Wait for the round's services (``running`` gathers ``parts``); the watcher's cancellation of a stop that waited
+    on a dead broker ends them too, a cancellation of ``up`` itself goes on. After a broker death every part is
+    waited for to its end (the gather ends with its first cancelled part): no service of the dead broker's round may
+    go on while the next round starts (its store, its Kafka clients)."""
     try:
         await running
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, KafkaError):
         current = asyncio.current_task()
         if between.died is None or (current is not None and current.cancelling()):
             raise
+    if between.died is None:
+        return
+    _, pending = await asyncio.wait(parts, timeout=DEAD_BROKER_CLEANUP_S)
+    if pending:
+        names = sorted(
+            str(getattr(task.get_coro(), "__qualname__", task)) for task in pending if isinstance(task, asyncio.Task)
+        )
+        log.warning("services_not_stopped", parts=names, after_s=DEAD_BROKER_CLEANUP_S)
 
 
 async def watch_broker(
@@ -127,8 +145,12 @@ async def watch_broker(
             continue
         if archiver is not None:
             archiver.broker_gone = True
+        # first: the services' records in flight fail now, before their stop would wait for them
+        in_flight = await broker_gone.mark_gone(broker.bootstrap_servers)
         parts.hurry(DEAD_BROKER_GRACE_S)
         broker_died(broker, metrics, settings, between)
+        if in_flight:
+            log.warning("records_in_flight_failed", producers=in_flight, reason="the broker died")
         stop.set()
         done, _ = await asyncio.wait({running}, timeout=DEAD_BROKER_GRACE_S)
         if not done:

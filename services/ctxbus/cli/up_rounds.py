@@ -29,6 +29,7 @@ import structlog
 from aiokafka.errors import KafkaError
 
 from ctxbus.adapters.broker_embedded import BrokerStartError, EmbeddedBroker
+from ctxbus.adapters.kafka import broker_gone
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.cli.errors import CliError
@@ -133,6 +134,7 @@ async def run_up(settings: Settings, config: KafkaClientConfig, layout: Layout, 
             broker.restart()
         except BrokerStartError as exc:
             raise CliError(f"cannot restart the embedded broker: {exc}", 1) from exc
+        broker_gone.mark_back(broker.bootstrap_servers)
         (metrics.broker_restarts if between.died else metrics.broker_recycles).inc()
         rewrite_runtime(settings, between, broker.pid)
         log.info("broker_restarted", broker_pid=broker.pid, bootstrap_servers=broker.bootstrap_servers)
@@ -222,12 +224,13 @@ async def _round(
                 layout.in_up, settings, config, metrics, stop, resources=shared, on_ready=lambda: parts.mark("up")
             )
             tasks.append(in_up)
-        running = asyncio.ensure_future(asyncio.gather(*tasks))
+        parts_running = [asyncio.ensure_future(task) for task in tasks]
+        running = asyncio.gather(*parts_running)
         if broker is not None:
             watch = watch_broker(broker, metrics, settings, between, stop, archiver, parts, running)
             helpers.append(asyncio.create_task(watch))
         try:
-            await services_ended(running, between)
+            await services_ended(running, between, parts_running)
         finally:
             for task in helpers:
                 task.cancel()

@@ -102,3 +102,19 @@ def test_the_loop_waits_when_it_is_twice_depth_batches_ahead() -> None:
         return blocked
 
     assert asyncio.run(scenario())
+
+
+def test_abandoning_ends_at_once_without_committing_what_waits_for_its_outputs() -> None:
+    """A dead broker never acknowledges the outputs nor takes the commit: ``close`` would wait for ever there."""
+
+    async def scenario() -> list[Any]:
+        broker = Broker()
+        committer = Committer("t", broker.settle, broker.commit, depth=4)
+        await committer.submit(SettledBatch([sent("a")], {TP0: 5}))
+        await asyncio.sleep(0.01)
+        await asyncio.wait_for(committer.abandon(), 5.0)  # no acknowledgement ever comes
+        broker.ack("a").set()
+        await asyncio.sleep(0.01)
+        return broker.log
+
+    assert asyncio.run(scenario()) == []

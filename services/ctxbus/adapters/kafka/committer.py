@@ -89,6 +89,15 @@ class Committer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
+    async def abandon(self) -> None:
+        """End the task without committing what waits (the broker died: nothing can be committed on it, and a
+        commit retries a dead coordinator for ever); those records are read again."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def _run(self) -> None:
         while True:
             batches = [await self._queue.get()]

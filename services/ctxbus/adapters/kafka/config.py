@@ -7,6 +7,7 @@ size the broker holds is read (measured on Tansu: 1.1, 5, 10 and 20 MB records w
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ctxbus.adapters.kafka.doorbell import Doorbell, Quiet, doorbell_for
@@ -35,12 +36,18 @@ DOORBELL_LINGER_MS = 40
 class KafkaClientConfig:
     """Resolved connection facts for one process: where the brokers are and how to talk to them."""
 
-    def __init__(self, settings: KafkaSettings, bootstrap_servers: str, *, embedded: bool) -> None:
+    def __init__(
+        self, settings: KafkaSettings, bootstrap_servers: str, *, embedded: bool, archive: Path | None = None
+    ) -> None:
+        """``archive``: the archive root of the ``ctxbus up`` whose embedded broker this is (its publishers keep what
+        they send until the archive holds it, and send it again when the broker died first: adapters/kafka/resend.py);
+        None: they keep nothing (a cluster, or no archive)."""
         if not bootstrap_servers.strip():
             raise ValueError("no Kafka bootstrap servers: set CTXBUS_KAFKA_BOOTSTRAP_SERVERS or run `ctxbus up`")
         self.settings = settings
         self.bootstrap_servers = bootstrap_servers
         self.embedded = embedded
+        self.archive = archive if embedded else None
         # checked here, once per process: a missing file or credential is a KafkaSecurityError now, not later
         self._ssl_context = ssl_context(settings)
         self._sasl = sasl_args(settings)
@@ -105,7 +112,7 @@ class KafkaClientConfig:
             "acks": "all",
             "enable_idempotence": self.idempotence,
             "linger_ms": 0,
-            "request_timeout_ms": 10_000,
+            "request_timeout_ms": self.settings.request_timeout_ms,
             # the same limit the publishers check first (adapters.kafka.limits): the client never refuses
             "max_request_size": self.settings.max_record_bytes,
         }

@@ -36,5 +36,7 @@ class Sent:
         self.acks.append(ack)
         ack.add_done_callback(self._acked)
 
-    def _acked(self, _ack: asyncio.Future[Any]) -> None:
+    def _acked(self, ack: asyncio.Future[Any]) -> None:
         self.acked_at = time.perf_counter()
+        if not ack.cancelled():
+            ack.exception()  # seen: a failure is raised where it is awaited, or dropped with a dead broker's round

@@ -16,8 +16,10 @@ import structlog
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from ctxbus.adapters.kafka import broker_gone
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.limits import check_record_size
+from ctxbus.adapters.kafka.resend import Kept, keeper_for
 from ctxbus.adapters.kafka.schemas_topic import announcements
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.serde import EventSerializer, Headers, event_headers
@@ -71,11 +73,14 @@ class EventPublisher:
         """``schemas_topic``: where to announce the schemas this publisher writes with when it starts
         (``Topics.schemas``; adapters.kafka.schemas_topic), so readers with older ``schemas/`` can learn them."""
         self._producer = AIOKafkaProducer(**config.producer(client_id))
+        broker_gone.register(self._producer, config.bootstrap_servers)  # its records in flight fail if it dies
         self._serialize = serializer or EventSerializer(scrub=scrub_payload)
         self.max_record_bytes = config.settings.max_record_bytes
         self._schemas_topic = schemas_topic
         #: rung once the broker holds a record (the embedded broker's consumers sleep until then; None: off)
         self._bell = config.doorbell
+        #: what this process sent that ``up``'s archive may not hold yet (None: not on an archived embedded broker)
+        self._keeper = keeper_for(config.archive) if config.archive is not None else None
 
     async def start(self) -> None:
         try:
@@ -85,6 +90,7 @@ class EventPublisher:
             raise
         if self._schemas_topic is not None:
             await self._announce(self._schemas_topic)
+        await self.resend_due()
 
     async def _announce(self, topic: str) -> None:
         """Publish the current schema documents (best effort: a reader without them dead-letters, it does not
@@ -121,12 +127,50 @@ class EventPublisher:
         return PreparedRecord(topic, key, value, headers, size)
 
     async def send(self, record: PreparedRecord) -> Any:
-        """Send a prepared record and wait for the acknowledgement; returns the record metadata."""
+        """Send a prepared record and wait for the acknowledgement; returns the record metadata. On ``up``'s embedded
+        broker, what an earlier broker acknowledged and lost goes again first, and the record is kept until the
+        archive holds it."""
+        await self.resend_due()
+        return await self._send_kept(record.topic, record.key, record.value, tuple(record.headers), None, None)
+
+    async def _send_kept(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes], ...],
+        partition: int | None,
+        timestamp_ms: int | None,
+    ) -> Any:
+        life = self._keeper.life if self._keeper is not None else None
         metadata = await self._producer.send_and_wait(
-            record.topic, value=record.value, key=record.key, headers=record.headers
+            topic, value=value, key=key, headers=list(headers), partition=partition, timestamp_ms=timestamp_ms
         )
-        self._ring(record.topic)
+        self._ring(topic)
+        if self._keeper is not None and life is not None and metadata is not None:
+            stamp = int(metadata.timestamp) if metadata.timestamp is not None and metadata.timestamp >= 0 else None
+            self._keeper.keep(
+                Kept(life, topic, metadata.partition, metadata.offset, key, value, headers, stamp or timestamp_ms)
+            )
         return metadata
+
+    async def resend_due(self) -> int:
+        """Send again what an earlier embedded broker acknowledged and lost before the archive held it (nothing when
+        the broker did not die); how many records."""
+        if self._keeper is None:
+            return 0
+        due = self._keeper.due()
+        for i, kept in enumerate(due):
+            try:
+                await self._send_kept(kept.topic, kept.key, kept.value, kept.headers, kept.partition, kept.timestamp_ms)
+            except BaseException:
+                for rest in due[i:]:  # due again next time (under a life the file does not know: all of them)
+                    self._keeper.keep(Kept("", *_fields(rest)))
+                raise
+        if due:
+            self._keeper.resent += len(due)
+            log.warning("records_resent", records=len(due), reason="the broker died before the archive held them")
+        return len(due)
 
     async def enqueue(self, record: PreparedRecord) -> asyncio.Future[Any]:
         """Hand a prepared record to the producer without waiting for the broker: the returned future is its
@@ -150,6 +194,10 @@ class EventPublisher:
 
     async def publish_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers) -> Any:
         return await self.send(self.prepare_raw(topic, value, key, headers))
+
+
+def _fields(kept: Kept) -> tuple[str, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes], ...], int | None]:
+    return kept.topic, kept.partition, kept.offset, kept.key, kept.value, kept.headers, kept.timestamp_ms
 
 
 def _acknowledged(ack: asyncio.Future[Any]) -> bool:

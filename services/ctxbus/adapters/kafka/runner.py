@@ -31,6 +31,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
+from ctxbus.adapters.kafka import broker_gone
 from ctxbus.adapters.kafka.committer import Committer, SettledBatch
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.doorbell import Quiet
@@ -245,7 +246,10 @@ class ConsumerRunner:
         finally:
             async with self.busy:
                 try:
-                    await self._committer.close()  # the batches in flight are committed before the consumer goes
+                    if broker_gone.is_gone(self._config.bootstrap_servers):
+                        await self._committer.abandon()  # nothing can be committed on a dead broker
+                    else:
+                        await self._committer.close()  # the batches in flight are committed before the consumer goes
                 finally:
                     await consumer.stop()
             self._consumer = None
@@ -359,6 +363,7 @@ class ConsumerRunner:
         except KafkaError as exc:  # settled like a write the broker failed
             failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
+            failed.exception()  # seen here: it is raised where it is awaited (never, when the broker died)
             return failed
 
     async def _settle(self, sent: Sent) -> None:
