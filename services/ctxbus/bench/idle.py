@@ -85,16 +85,14 @@ def run(
     idle_s: float = 60.0,
     pauses: tuple[float, ...] = DEFAULT_PAUSES,
     say: Callable[[str], None] = lambda _m: None,
-    embed_control: bool = True,
     **env: str,
 ) -> dict[str, Any]:
-    """``embed_control``: load an embedder in this process for the embed control (False: the loopback one only)."""
     with bench_stack(memories_count, CTXBUS_PROJECT=PROJECT, **env) as stack:
         pids = _stack_only(stack_pids(stack.proc.pid))
         runtime = json.loads((stack.settings.data_dir / "runtime.json").read_text())
         port, secret = int(runtime["gateway_port"]), read_secret({}, str(stack.settings.data_dir)) or ""
         gateway = _Gateway(port, secret, _project_dir(stack.settings.data_dir), WARMUP_CALLS + warm + len(pauses))
-        controls = Controls(open_embedder(stack.settings) if embed_control else None)
+        controls = Controls(open_embedder(stack.settings))  # its own embedder: the embed control
         say(f"stack up ({', '.join(f'{n} {p}' for n, p in pids.items())}); warming up")
         try:
             for _ in range(WARMUP_CALLS):

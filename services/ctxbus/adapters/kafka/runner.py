@@ -171,15 +171,21 @@ class ConsumerRunner:
             return "stopped"
         if not self.ready.is_set():
             return "waiting for its partitions"
-        silent_s = time.monotonic() - self._broker_seen
+        silent_s = time.monotonic() - self._heard()
         if silent_s > BROKER_SILENCE_S:
             return f"no answer from the broker for {silent_s:.0f} s"
         return None
 
+    def _heard(self) -> float:
+        """When the broker last answered this consumer: records, a probe, or a sleeping consumer's check (monotonic)."""
+        quiet = self.quiet
+        return max(self._broker_seen, quiet.answered_at) if quiet is not None else self._broker_seen
+
     async def _probe_broker(self, consumer: AIOKafkaConsumer) -> None:
-        """Every BROKER_PROBE_S without records, a metadata request tells whether the broker answers."""
+        """Every BROKER_PROBE_S without records (or a sleeping consumer's checks, which ask the broker too), a
+        metadata request tells whether the broker answers."""
         now = time.monotonic()
-        if now - self._broker_seen < BROKER_PROBE_S or now < self._next_probe:
+        if now - self._heard() < BROKER_PROBE_S or now < self._next_probe:
             return
         self._next_probe = now + BROKER_PROBE_S
         try:
