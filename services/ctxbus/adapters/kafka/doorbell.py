@@ -256,7 +256,7 @@ atexit.register(close_all)
 #: a sleeping consumer resumes and fetches after this many fallback checks that found nothing (Tansu reports a
 #: partition's end short when its last batch holds several records: a batch of a producer that does not ring may be
 #: invisible to the check, never to a fetch)
-FULL_WAKE_EVERY = 6
+FULL_WAKE_EVERY = 4
 
 
 class Quiet:

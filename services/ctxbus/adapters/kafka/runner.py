@@ -55,7 +55,8 @@ log = structlog.get_logger("ctxbus.runner")
 BACKLOG: ContextVar[int] = ContextVar("ctxbus_backlog", default=0)
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
-#: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
+#: a consumer that heard nothing from the broker this long (plus the fallback wait, when it sleeps on the doorbell) is
+#: not ready (the broker is unreachable)
 BROKER_SILENCE_S = 15.0
 #: how often an idle consumer asks the broker for metadata, to know it still answers
 BROKER_PROBE_S = 5.0
@@ -172,7 +173,8 @@ class ConsumerRunner:
         if not self.ready.is_set():
             return "waiting for its partitions"
         silent_s = time.monotonic() - self._heard()
-        if silent_s > BROKER_SILENCE_S:
+        # a sleeping consumer hears the broker at each check, one a fallback wait apart
+        if silent_s > BROKER_SILENCE_S + (self.quiet.fallback_s if self.quiet is not None else 0.0):
             return f"no answer from the broker for {silent_s:.0f} s"
         return None
 
