@@ -3,9 +3,11 @@
 The embedded broker (Tansu) never wakes a waiting fetch: a consumer sees a record only at its next fetch, so
 every consumer used to poll it every few milliseconds, and an idle stack burnt a good part of a core. With the
 doorbell, a consumer that found nothing pauses its partitions (no fetch goes to the broker) and waits until a
-publisher of one of its topics rings, or until the fallback wait has passed (``CTXBUS_KAFKA_DOORBELL_FALLBACK_MS``:
-a ring that was missed, or a producer that does not ring, costs at most that); then it resumes and fetches as
-before, until it has again found nothing for a short while (its linger).
+publisher of one of its topics rings; then it resumes and fetches as before, until it has again found nothing for a
+short while (its linger). Each fallback wait without a ring (``CTXBUS_KAFKA_DOORBELL_FALLBACK_MS``) it asks the
+broker once for its partitions' ends: a record of a producer that does not ring (or whose ring was missed) is found
+there, so that costs at most the fallback wait; every ``FULL_WAKE_EVERY`` checks it fetches anyway (what a check
+cannot see: Tansu reports an end short after a batch of several records).
 
 Rings reach every process of the stack: each process that consumes binds a unix datagram socket in one directory
 per broker address (``bell_dir``: every ctxbus process talking to the same embedded broker finds the same one);
