@@ -152,7 +152,9 @@ def run(
             "with_context": answered,
             "end_to_end_ms": summary(warm_ms),
             "control_p50_ms": control_p50,
-            "hops_p50_ms": {name: summary([h[name] for h in warm_hops])["p50"] for name in (warm_hops or [{}])[0]},
+            "hops_p50_ms": {
+                name: summary([h[name] for h in warm_hops if name in h])["p50"] for name in (warm_hops or [{}])[0]
+            },
         },
         "idle_s": round(meter.elapsed_s, 1),
         "cpu_core_percent_idle": _share(meter),

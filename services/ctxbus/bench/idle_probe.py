@@ -108,19 +108,26 @@ class ChainTimes:
     requested: dict[int, float] = field(default_factory=dict)
     completed: dict[int, float] = field(default_factory=dict)
     injected: dict[int, float] = field(default_factory=dict)
+    #: the retriever's own work on each case (its completed event's ``retrieval_duration_ms``)
+    retrieval_ms: dict[int, float] = field(default_factory=dict)
 
 
 def hops(call: Call, chain: ChainTimes) -> dict[str, float] | None:
     """Milliseconds of each hop of one call: ``gateway_in`` (the hook's POST -> its request on the bus), ``retriever``
-    (requested -> completed), ``injector`` (completed -> injected), ``gateway_out`` (injected -> the answer back);
-    None when a record of its chain was not found. Record timestamps have millisecond resolution."""
+    (requested -> completed), ``injector`` (completed -> injected), ``gateway_out`` (injected -> the answer back),
+    and ``retrieval_work`` (the retriever's own account of its work, within its hop) when known; None when a record
+    of its chain was not found. Record timestamps have millisecond resolution."""
     times = [chain.requested.get(call.case), chain.completed.get(call.case), chain.injected.get(call.case)]
     if any(t is None for t in times):
         return None
     requested, completed, injected = (float(t or 0.0) for t in times)
     points = [call.sent_at, requested, completed, injected, call.received_at]
     names = ("gateway_in", "retriever", "injector", "gateway_out")
-    return {name: round((b - a) * 1000, 1) for name, a, b in zip(names, points, points[1:], strict=False)}
+    out = {name: round((b - a) * 1000, 1) for name, a, b in zip(names, points, points[1:], strict=False)}
+    work = chain.retrieval_ms.get(call.case)
+    if work is not None:  # the retriever's hop split: its own work, and the rest (the wake, the fetch, the publish)
+        out["retrieval_work"] = round(work, 1)
+    return out
 
 
 def pause_row(
@@ -184,6 +191,9 @@ async def read_chains(
         case = cases.get(str(event.correlation_id))
         if case is not None and kind in ("completed", "injected"):
             getattr(chain, kind).setdefault(case, ts)
+            work = getattr(event.payload, "retrieval_duration_ms", None)
+            if kind == "completed" and isinstance(work, int | float):
+                chain.retrieval_ms.setdefault(case, float(work))
     return chain
 
 

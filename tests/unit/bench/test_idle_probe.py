@@ -22,6 +22,14 @@ def test_hops_split_a_call_at_its_records() -> None:
     call = Call(case=7, sent_at=100.000, received_at=100.250)
     chain = ChainTimes(requested={7: 100.010}, completed={7: 100.150}, injected={7: 100.200})
     assert hops(call, chain) == {"gateway_in": 10.0, "retriever": 140.0, "injector": 50.0, "gateway_out": 50.0}
+    chain.retrieval_ms[7] = 95.04
+    assert hops(call, chain) == {
+        "gateway_in": 10.0,
+        "retriever": 140.0,
+        "injector": 50.0,
+        "gateway_out": 50.0,
+        "retrieval_work": 95.0,
+    }
 
 
 def test_hops_of_a_call_whose_chain_is_incomplete_are_unknown() -> None:
