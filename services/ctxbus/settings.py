@@ -56,14 +56,15 @@ class KafkaSettings(BaseSettings):
     #: the doorbell (ctxbus.adapters.kafka.doorbell): idle consumers pause until a publisher rings; None: on for
     #: the embedded broker (it never wakes a waiting fetch), off for a cluster (Kafka's own long polling)
     doorbell: bool | None = None
-    #: how long a paused consumer waits for a ring before it fetches anyway (what a missed ring, or a producer that
-    #: does not ring, costs at most)
-    doorbell_fallback_ms: int = Field(default=5_000, ge=10, le=600_000)
+    #: how long a paused consumer waits for a ring before it asks the broker whether records came anyway (what a
+    #: missed ring, or a producer that does not ring, costs at most; every fourth such check it fetches)
+    doorbell_fallback_ms: int = Field(default=15_000, ge=10, le=600_000)
     #: how long a consumer with the doorbell keeps fetching after its last records before it sleeps (under load it
     #: never sleeps, and fetches exactly as without the doorbell)
     doorbell_awake_ms: int = Field(default=1_000, ge=0, le=600_000)
     #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
-    #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it.
+    #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it (every third on the embedded broker:
+    #: each is a request an idle stack's broker answers, one per group member).
     session_timeout_ms: int | None = Field(default=None, ge=1_000, le=300_000)
     #: how long a producer waits for the broker's answer to a request (and keeps retrying a record) before it fails
     request_timeout_ms: int = Field(default=10_000, ge=1_000, le=3_600_000)

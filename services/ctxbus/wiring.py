@@ -350,6 +350,17 @@ async def run_services(
         res.close()
 
 
+def request_path_ring(config: KafkaClientConfig, topics: Topics) -> Callable[[], None] | None:
+    """The embedded broker's doorbell rung for the requested topic when a hook arrives (None: no doorbell): the
+    retriever, the injector (it wakes on that topic too) and the gateway's reply reader resume fetching while the
+    gateway builds and publishes the request, instead of after it."""
+    bell = config.doorbell
+    if bell is None:
+        return None
+    topic = topics.retrieval_requested
+    return lambda: bell.ring(topic)
+
+
 def _store_check(store: VectorStore) -> Callable[[], str | None]:
     """The store answers a count (the embedded engine at once; a Qdrant server over the network)."""
 
@@ -451,6 +462,7 @@ async def run_gateway(
             data_dir=settings.data_dir,
             on_spooled=shipper.wake,
             session_ended=resources.session_ended if resources is not None else None,
+            on_arrival=request_path_ring(config, topics),
         )
         server = HttpServer(
             admission.wrap(gateway.handle),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,6 +23,11 @@ from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
 from ctxbus.wiring import SERVICES, Resources, run_services
 
 from .tls_material import TlsMaterial, make_tls_material
+
+# Several tests write records as any Kafka client would (no doorbell ring) into a sleeping stack and wait for the
+# answer with waits fitted to the 5 s fallback of before; the default is 15 s now (docs/idle.md). The tests that are
+# about the fallback set their own (tests/integration/test_doorbell.py); the stacks the tests start inherit this.
+os.environ.setdefault("CTXBUS_KAFKA_DOORBELL_FALLBACK_MS", "5000")
 
 
 @pytest.fixture(scope="session")

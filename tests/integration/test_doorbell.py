@@ -26,6 +26,7 @@ from ctxbus.contract.serde import EventSerializer
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
 from ctxbus.settings import Settings
+from ctxbus.wiring import request_path_ring
 
 from .kafka_io import read_all, send_raw
 from .test_runner import EchoHandler, a_request, make_runner
@@ -117,7 +118,76 @@ async def test_without_a_ring_the_fallback_wait_still_delivers(
             await send_raw(kafka, topics.retrieval_requested, EventSerializer()(request), key=b"k")
             out = await read_all(kafka, topics.retrieval_completed, expect=1, timeout_s=WAIT_S)
             assert len(out) == 1
-            assert runner.quiet is not None and runner.quiet.woken["fallback"] >= 1
+            quiet = runner.quiet
+            assert quiet is not None and quiet.woken["rung"] == 0
+            # found by a check after a fallback wait (or by the full wake that follows a few checks)
+            assert quiet.woken["behind"] + quiet.woken["fallback"] >= 1
+
+
+async def test_a_sleeping_consumer_s_checks_keep_it_ready_without_fetching(
+    settings: Settings, topics: Topics, metrics: Metrics
+) -> None:
+    settings, kafka = with_fallback(settings, 300)
+    async with EventPublisher(kafka, "t") as pub:
+        runner = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
+        async for _ in _running(runner):
+            quiet = runner.quiet
+            assert quiet is not None
+            deadline = time.monotonic() + WAIT_S
+            while quiet.woken["checked"] < 2:  # two checks after fallback waits, each slept on
+                assert time.monotonic() < deadline, "the sleeping consumer never checked the broker"
+                await asyncio.sleep(0.05)
+            assert quiet.answered_at > 0.0  # a check is the broker's answer: /readyz needs no probe of its own
+            assert runner.readiness() is None
+            # a full wake still comes after a few checks (a batch a check cannot see is fetched then)
+            while quiet.woken["fallback"] < 1:
+                assert time.monotonic() < deadline, "no full wake after the checks"
+                await asyncio.sleep(0.05)
+
+
+async def test_the_gateway_s_arrival_ring_wakes_the_whole_request_path(
+    settings: Settings, topics: Topics, metrics: Metrics
+) -> None:
+    """The ring the gateway sends when a hook arrives (before its request exists) wakes the retriever, the injector
+    (it wakes on the requested topic) and the reply reader; with no fallback, only that ring can wake them."""
+    settings, kafka = with_fallback(settings, NEVER_MS)
+    async with EventPublisher(kafka, "t") as pub:
+        retriever = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
+        injector = ConsumerRunner(
+            name="injector-like",
+            config=kafka,
+            topic=topics.retrieval_completed,
+            group_id=f"{settings.topic_prefix}.injector-like",
+            handler=EchoHandler(topics),
+            publisher=pub,
+            dead_letter_topic=topics.dead_letter,
+            expect_event_type=EventType.RETRIEVAL_COMPLETED,
+            settings=settings.service,
+            metrics=metrics,
+            wake_on=(topics.retrieval_requested,),
+        )
+        async with ReplyRouter(kafka, topics.context_injected, wake_on=(topics.retrieval_requested,)) as router:
+            quiet = router._quiet
+            assert quiet is not None
+            async for _ in _running(retriever):
+                async for _ in _running(injector):
+                    deadline = time.monotonic() + WAIT_S
+                    while not router._consumer.paused():
+                        assert time.monotonic() < deadline, "the reply reader never went to sleep"
+                        await asyncio.sleep(0.05)
+                    ring = request_path_ring(kafka, topics)
+                    assert ring is not None
+                    ring()
+                    sleepers = (retriever.quiet, injector.quiet, quiet)
+                    while any(q is None or q.woken["rung"] < 1 for q in sleepers):
+                        assert time.monotonic() < deadline, "the arrival ring did not wake every hop"
+                        await asyncio.sleep(0.01)
+                    assert all(q is not None and q.woken["fallback"] == 0 for q in sleepers)
+
+
+async def test_no_arrival_ring_without_the_doorbell(settings: Settings, topics: Topics) -> None:
+    off = settings.kafka.model_copy(update={"doorbell": False})
+    assert request_path_ring(KafkaClientConfig(off, off.bootstrap_servers, embedded=True), topics) is None
 
 
 async def test_a_cluster_keeps_polling_without_the_doorbell(settings: Settings) -> None:

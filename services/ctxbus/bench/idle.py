@@ -7,8 +7,12 @@ could poll the broker itself):
 1. the warm end-to-end time: ``warm`` requests one after another, a moment apart (their p50 is the reference);
 2. each process's share of a core over ``idle_s`` of silence, from its own CPU time in ``/proc`` (user + system:
    what other load on the machine hardly inflates, unlike wall-clock time);
-3. after each of ``pauses`` seconds of silence, one request's end-to-end time, against the warm p50 (and the share
-   of a core each process took during that pause).
+3. after each of ``pauses`` seconds of silence (repeats allowed: ``300,300,300``), one request's end-to-end time,
+   against the warm p50 (and the share of a core each process took during that pause); beside it, measured after
+   the same silence just before the request, the machine's own after-silence penalty with no bus (the controls of
+   ``ctxbus.bench.idle_probe``: an embed and a loopback round trip in this process, against their warm p50s), the
+   stack's major page faults during the request, and where the request's time went, hop by hop (from its records'
+   timestamps, read at the end).
 
 Every prompt is new (a prompt asked again finds its query vector remembered).
 """
@@ -23,9 +27,12 @@ from typing import Any
 from ctxbus.bench.corpus import prompts
 from ctxbus.bench.cpu import CpuMeter, core_share
 from ctxbus.bench.hooks import _context_of, _project_dir, hook_input, http_hook_call
+from ctxbus.bench.idle_probe import Call, Controls, chains_of, fault_delta, hops, major_faults, pause_row
 from ctxbus.bench.pipeline import stack_pids
 from ctxbus.bench.stack import PROJECT, bench_stack
 from ctxbus.bench.stats import summary
+from ctxbus.components import open_embedder
+from ctxbus.contract.topics import Topics
 from ctxbus.hooks.wire import read_secret
 
 WARMUP_CALLS = 5
@@ -41,18 +48,22 @@ class _Gateway:
         self._port, self._secret, self._cwd = port, secret, cwd
         self._prompts = [f"{p} (case {n})" for n, (_, p) in enumerate(prompts(count))]
         self._next = 0
+        #: every request made, in order (its case number is the prompt's ``(case N)``)
+        self.calls: list[Call] = []
 
     def call(self) -> tuple[float, bool]:
         """One request: its end-to-end milliseconds and whether its answer carried context."""
         i = self._next
         self._next += 1
         body = hook_input(i, self._prompts[i % len(self._prompts)], self._cwd)
+        sent_at = time.time()
         started = time.perf_counter()
         try:
             answer: bytes | None = http_hook_call(self._port, self._secret, body)
         except (OSError, ValueError):
             answer = None
         ms = (time.perf_counter() - started) * 1000
+        self.calls.append(Call(i % len(self._prompts), sent_at, sent_at + ms / 1000))
         return ms, bool(_context_of(answer)) if answer is not None else False
 
 
@@ -81,45 +92,70 @@ def run(
         runtime = json.loads((stack.settings.data_dir / "runtime.json").read_text())
         port, secret = int(runtime["gateway_port"]), read_secret({}, str(stack.settings.data_dir)) or ""
         gateway = _Gateway(port, secret, _project_dir(stack.settings.data_dir), WARMUP_CALLS + warm + len(pauses))
+        controls = Controls(open_embedder(stack.settings))  # its own embedder: the embed control
         say(f"stack up ({', '.join(f'{n} {p}' for n, p in pids.items())}); warming up")
-        for _ in range(WARMUP_CALLS):
-            gateway.call()
-            time.sleep(WARM_GAP_S)
-        warm_ms: list[float] = []
-        answered = 0
-        for _ in range(warm):
-            ms, context = gateway.call()
-            warm_ms.append(ms)
-            answered += context
-            time.sleep(WARM_GAP_S)
-        warm_p50 = summary(warm_ms)["p50"]
-        say(f"warm p50 {warm_p50:.1f} ms; measuring {idle_s:g} s idle")
-        meter = CpuMeter(pids)
-        meter.start()
-        time.sleep(idle_s)
-        meter.stop()
-        after: list[dict[str, Any]] = []
-        for pause in pauses:
-            say(f"{pause:g} s of silence, then one request")
-            during = CpuMeter(pids)
-            during.start()
-            time.sleep(pause)
-            during.stop()
-            ms, context = gateway.call()
-            after.append(
-                {
-                    "pause_s": pause,
-                    "end_to_end_ms": round(ms, 2),
-                    "vs_warm_p50": round(ms / warm_p50, 2) if warm_p50 else None,
+        try:
+            for _ in range(WARMUP_CALLS):
+                gateway.call()
+                controls.measure()
+                time.sleep(WARM_GAP_S)
+            warm_ms: list[float] = []
+            control_warm: dict[str, list[float]] = {}
+            answered = 0
+            for _ in range(warm):
+                for name, ms in controls.measure().items():
+                    control_warm.setdefault(name, []).append(ms)
+                ms, context = gateway.call()
+                warm_ms.append(ms)
+                answered += context
+                time.sleep(WARM_GAP_S)
+            warm_p50 = summary(warm_ms)["p50"]
+            control_p50 = {name: summary(values)["p50"] for name, values in control_warm.items()}
+            say(f"warm p50 {warm_p50:.1f} ms; measuring {idle_s:g} s idle")
+            meter = CpuMeter(pids)
+            meter.start()
+            time.sleep(idle_s)
+            meter.stop()
+            after: list[dict[str, Any]] = []
+            for pause in pauses:
+                say(f"{pause:g} s of silence, then one request")
+                during = CpuMeter(pids)
+                during.start()
+                time.sleep(pause)
+                during.stop()
+                control = controls.measure()  # the machine after the same silence: the stack is not woken by it
+                faults = major_faults(pids)
+                ms, context = gateway.call()
+                row = pause_row(pause, ms, warm_p50, control, control_p50)
+                row |= {
                     "with_context": context,
                     "cpu_core_percent": _share(during),
+                    "major_faults": fault_delta(faults, major_faults(pids)),
+                    "case": gateway.calls[-1].case,
                 }
-            )
-            time.sleep(WARM_GAP_S)
+                after.append(row)
+                time.sleep(WARM_GAP_S)
+        finally:
+            controls.close()
+        topics = Topics(stack.settings.topic_prefix)
+        chains = chains_of(stack.kafka, topics.retrieval_requested, topics.retrieval_completed, topics.context_injected)
+    warm_calls = gateway.calls[WARMUP_CALLS : WARMUP_CALLS + warm]
+    warm_hops = [h for h in (hops(c, chains) for c in warm_calls) if h is not None]
+    by_case = {c.case: c for c in gateway.calls}
+    for row in after:
+        row["hops_ms"] = hops(by_case[row["case"]], chains)
     return {
         "memories": memories_count,
         "processes": pids,
-        "warm": {"requests": warm, "with_context": answered, "end_to_end_ms": summary(warm_ms)},
+        "warm": {
+            "requests": warm,
+            "with_context": answered,
+            "end_to_end_ms": summary(warm_ms),
+            "control_p50_ms": control_p50,
+            "hops_p50_ms": {
+                name: summary([h[name] for h in warm_hops if name in h])["p50"] for name in (warm_hops or [{}])[0]
+            },
+        },
         "idle_s": round(meter.elapsed_s, 1),
         "cpu_core_percent_idle": _share(meter),
         "cpu_s_idle": {name: round(s, 3) for name, s in meter.used_s.items()},
@@ -144,9 +180,36 @@ def print_report(result: dict[str, Any]) -> None:
         + ", ".join(f"{n} {v:.1f}" for n, v in share.items() if n != "total")
         + f"; whole stack {share['total']:.1f}"
     )
+    warm = result["warm"]
+    if warm.get("control_p50_ms"):
+        print("  warm controls (this process, no bus): " + _controls(warm["control_p50_ms"]))
+    if warm.get("hops_p50_ms"):
+        print("  warm hops, p50: " + _hops(warm["hops_p50_ms"]))
     for row in result["after_silence"]:
         print(
             f"  first request after {row['pause_s']:6g} s of silence: {row['end_to_end_ms']:7.1f} ms "
             f"({row['vs_warm_p50']}x the warm p50; context {'yes' if row['with_context'] else 'no'}; "
             f"stack {row['cpu_core_percent']['total']:.1f}% of a core during the pause)"
         )
+        if "control" in row:
+            ratios = row["control_vs_warm"]
+            print(
+                "      control after the same silence: "
+                + _controls(row["control"], ratios)
+                + f"; less the embed's own slowdown: {row['net_vs_warm_p50']}x"
+            )
+        if row.get("hops_ms"):
+            faults = ", ".join(f"{n} {c}" for n, c in row.get("major_faults", {}).items())
+            print(f"      hops: {_hops(row['hops_ms'])}; major page faults: {faults}")
+
+
+def _controls(values: dict[str, float], ratios: dict[str, float] | None = None) -> str:
+    names = {"embed_ms": "embed", "loopback_ms": "loopback"}
+    return ", ".join(
+        f"{names.get(n, n)} {v:.2f} ms" + (f" ({ratios[n]}x)" if ratios and n in ratios else "")
+        for n, v in values.items()
+    )
+
+
+def _hops(values: dict[str, float]) -> str:
+    return ", ".join(f"{n.replace('_', ' ')} {v:.1f}" for n, v in values.items()) + " ms"

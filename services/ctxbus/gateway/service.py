@@ -77,12 +77,16 @@ class HookGateway:
         data_dir: Path | None = None,
         on_spooled: Callable[[], None] | None = None,
         session_ended: Callable[[str], None] | None = None,
+        on_arrival: Callable[[], None] | None = None,
     ) -> None:
         """``warm``: embeds a request's query ahead of the retriever (blocking; run in a worker thread while the
         request is published and crosses the bus), when the retriever runs in this process. ``data_dir``: where
         a fallback answer is spooled for the bus (``ctxbus.hooks.spool``; None: not recorded), ``on_spooled``
         tells the shipper one was. ``session_ended``: told a SessionEnd's session (the retriever of this process
-        forgets its task classifications)."""
+        forgets its task classifications). ``on_arrival``: called as soon as a hook that asks for context has
+        arrived, before its request is built (the embedded broker's doorbell rings the request path awake: the
+        sleeping consumers are fetching again by the time the request is on the bus)."""
+        self._on_arrival = on_arrival
         self._session_ended = session_ended
         self._data_dir = data_dir
         self._on_spooled = on_spooled
@@ -121,6 +125,7 @@ class HookGateway:
         if request.method != "POST":
             raise HttpError(405, "POST hook input JSON to /v1/hooks")
         hook_input = parse_object(request.body, "hook input")
+        self._arrived(hook_input, request)
         clean_strings(hook_input)  # a lone surrogate is replaced, never the reason for an empty context
         # the first door: no secret or <private> span goes further (docs/privacy.md); paths and ids stay as they are
         redact_strings(hook_input, HOOK_FIELDS_KEPT)
@@ -155,6 +160,17 @@ class HookGateway:
         if capture is not None and self._settings.enabled and identity.project is not None and capture.wants(event):
             return Response(200, body, after=lambda: capture.after_answer(event, hook_input))
         return Response(200, body)
+
+    def _arrived(self, hook_input: dict[str, Any], request: Request) -> None:
+        """``on_arrival`` for a hook that asks for context (never in the hook's way: a failure is logged)."""
+        if self._on_arrival is None or not self._settings.enabled:
+            return
+        if event_of(hook_input, request.headers.get(EVENT_HEADER)) not in CONTEXT_EVENTS:
+            return
+        try:
+            self._on_arrival()
+        except Exception as exc:
+            log.warning("arrival_ring_failed", error=repr(exc))
 
     def _budget(self, request: Request) -> float:
         try:

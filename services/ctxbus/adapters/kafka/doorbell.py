@@ -3,9 +3,11 @@
 The embedded broker (Tansu) never wakes a waiting fetch: a consumer sees a record only at its next fetch, so
 every consumer used to poll it every few milliseconds, and an idle stack burnt a good part of a core. With the
 doorbell, a consumer that found nothing pauses its partitions (no fetch goes to the broker) and waits until a
-publisher of one of its topics rings, or until the fallback wait has passed (``CTXBUS_KAFKA_DOORBELL_FALLBACK_MS``:
-a ring that was missed, or a producer that does not ring, costs at most that); then it resumes and fetches as
-before, until it has again found nothing for a short while (its linger).
+publisher of one of its topics rings; then it resumes and fetches as before, until it has again found nothing for a
+short while (its linger). Each fallback wait without a ring (``CTXBUS_KAFKA_DOORBELL_FALLBACK_MS``) it asks the
+broker once for its partitions' ends: a record of a producer that does not ring (or whose ring was missed) is found
+there, so that costs at most the fallback wait; every ``FULL_WAKE_EVERY`` checks it fetches anyway (what a check
+cannot see: Tansu reports an end short after a batch of several records).
 
 Rings reach every process of the stack: each process that consumes binds a unix datagram socket in one directory
 per broker address (``bell_dir``: every ctxbus process talking to the same embedded broker finds the same one);
@@ -30,7 +32,6 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -254,10 +255,19 @@ def close_all() -> None:
 atexit.register(close_all)
 
 
+#: a sleeping consumer resumes and fetches after this many fallback checks that found nothing (Tansu reports a
+#: partition's end short when its last batch holds several records: a batch of a producer that does not ring may be
+#: invisible to the check, never to a fetch)
+FULL_WAKE_EVERY = 4
+
+
 class Quiet:
     """One consumer's idle waits: once it has found nothing for ``awake_s`` since its last records (or the ring that
-    woke it), its partitions are paused (no fetch reaches the broker) until one of its topics rings or
-    ``fallback_s`` passes. Under load it never sleeps: it fetches as a consumer without the doorbell does.
+    woke it), its partitions are paused (no fetch reaches the broker) until one of its topics rings. Each
+    ``fallback_s`` without a ring it asks the broker once for its partitions' ends (records of a producer that does not
+    ring are found there, and the answer tells that the broker still answers: ``answered_at``), and every
+    ``full_wake_every`` such checks it resumes and fetches anyway. Under load it never sleeps: it fetches as a
+    consumer without the doorbell does.
 
     The loop calls :meth:`busy` when a fetch (of ``linger_ms`` at most) got records, and :meth:`sleep` after one
     that brought nothing once :meth:`drowsy`. The sleep pauses, notes the rings so far, then asks the broker for the
@@ -273,17 +283,22 @@ class Quiet:
         linger_ms: int,
         awake_s: float = 1.0,
         wake_on: tuple[str, ...] = (),
+        full_wake_every: int = FULL_WAKE_EVERY,
     ) -> None:
         """``wake_on``: topics upstream whose rings wake it too (the injector wakes when a request enters the
         pipeline, so it is fetching again by the time the retriever's answer comes, as without the doorbell)."""
         self._bell, self.topics = bell, topics
         self._ringing = (*topics, *(t for t in wake_on if t not in topics))
         self.fallback_s, self.linger_ms, self.awake_s = fallback_s, linger_ms, awake_s
+        self.full_wake_every = max(1, full_wake_every)
         self._seen = 0
         self._awake_until = 0.0
-        #: how the sleeps ended: ``rung`` (woken by a ring), ``fallback`` (the wait passed) or ``behind`` (records
-        #: were there already)
-        self.woken: dict[str, int] = {"rung": 0, "fallback": 0, "behind": 0}
+        #: when the broker last answered one of its checks (monotonic seconds; 0: never)
+        self.answered_at = 0.0
+        #: how the sleeps ended: ``rung`` (woken by a ring), ``fallback`` (the checks' limit, or the caller's timeout,
+        #: passed) or ``behind`` (records were there already, or a check found them); ``checked``: checks after a
+        #: fallback wait that found nothing (it slept on)
+        self.woken: dict[str, int] = {"rung": 0, "fallback": 0, "behind": 0, "checked": 0}
         bell.listen()
 
     def mark(self) -> None:
@@ -297,42 +312,62 @@ class Quiet:
         """Whether nothing came for ``awake_s``: the next empty fetch may end in :meth:`sleep`."""
         return time.monotonic() >= self._awake_until
 
+    async def _behind(self, consumer: AIOKafkaConsumer, partitions: set[TopicPartition]) -> bool:
+        behind = await _behind(consumer, partitions)
+        if behind is not None:
+            self.answered_at = time.monotonic()
+        return bool(behind)
+
     async def sleep(
         self, consumer: AIOKafkaConsumer, stop: asyncio.Event | None = None, *, timeout_s: float | None = None
     ) -> bool:
-        """Pause the consumer's partitions until a ring (True), the fallback or ``timeout_s`` (when shorter) or
-        ``stop``; the partitions are fetched again afterwards. Records that reached the broker before the pause
-        (their ring came while the consumer was still fetching) are looked for first: then it does not sleep."""
+        """Pause the consumer's partitions until a ring (True), records found by a check (True), the checks' limit
+        or ``timeout_s`` or ``stop`` (False); the partitions are fetched again afterwards. Records that reached the
+        broker before the pause (their ring came while the consumer was still fetching) are looked for first: then
+        it does not sleep."""
         paused = consumer.assignment()
         consumer.pause(*paused)
         self.mark()  # from here on, a ring wakes it; what came before, the check below finds
-        waits: set[asyncio.Future[Any]] = set()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
         try:
-            if await _behind(consumer, paused):
+            if await self._behind(consumer, paused):
                 self.woken["behind"] += 1
                 self.busy()
                 return True
-            wait = min(self.fallback_s, timeout_s) if timeout_s is not None else self.fallback_s
-            ring = asyncio.ensure_future(self._bell.wait(self._ringing, self._seen, wait))
-            waits.add(ring)
-            if stop is not None:
-                waits.add(asyncio.ensure_future(stop.wait()))
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            rung = ring.done() and not ring.cancelled() and ring.result()
-            self.woken["rung" if rung else "fallback"] += 1
-            if rung:
-                self.busy()
-            return bool(rung)
+            checks = 0
+            while True:
+                wait = self.fallback_s if deadline is None else min(self.fallback_s, deadline - time.monotonic())
+                ring = asyncio.ensure_future(self._bell.wait(self._ringing, self._seen, max(0.0, wait)))
+                try:
+                    await asyncio.wait({ring, *([stopping] if stopping else [])}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    ring.cancel()
+                if ring.done() and not ring.cancelled() and ring.result():
+                    self.woken["rung"] += 1
+                    self.busy()
+                    return True
+                if stopping is not None and stopping.done():
+                    return False
+                checks += 1
+                if checks >= self.full_wake_every or (deadline is not None and time.monotonic() >= deadline):
+                    self.woken["fallback"] += 1
+                    return False
+                if await self._behind(consumer, paused):  # a producer that does not ring
+                    self.woken["behind"] += 1
+                    self.busy()
+                    return True
+                self.woken["checked"] += 1
         finally:
-            for fut in waits:
-                fut.cancel()
+            if stopping is not None:
+                stopping.cancel()
             still = consumer.assignment()  # a rebalance meanwhile: only what is still this consumer's
             consumer.resume(*(tp for tp in paused if tp in still))
 
 
-async def _behind(consumer: AIOKafkaConsumer, partitions: set[TopicPartition]) -> bool:
-    """Whether the broker holds records past the consumer's position in any of ``partitions`` (asked once: a
-    broker that does not answer is left to the fallback wait)."""
+async def _behind(consumer: AIOKafkaConsumer, partitions: set[TopicPartition]) -> bool | None:
+    """Whether the broker holds records past the consumer's position in any of ``partitions`` (asked once); None
+    when the broker did not answer (left to the next check)."""
     if not partitions:
         return False
     try:
@@ -346,5 +381,5 @@ async def _behind(consumer: AIOKafkaConsumer, partitions: set[TopicPartition]) -
         AssertionError,
         IllegalStateError,
     ):  # unreachable, or the partition was revoked meanwhile
-        return False
+        return None
     return False

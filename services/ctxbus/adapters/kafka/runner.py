@@ -56,7 +56,8 @@ log = structlog.get_logger("ctxbus.runner")
 BACKLOG: ContextVar[int] = ContextVar("ctxbus_backlog", default=0)
 #: How many recent outputs per partition are read at start to rebuild the answered ledger.
 LEDGER_WINDOW = 2_000
-#: a consumer that heard nothing from the broker this long is not ready (the broker is unreachable)
+#: a consumer that heard nothing from the broker this long (plus the fallback wait, when it sleeps on the doorbell) is
+#: not ready (the broker is unreachable)
 BROKER_SILENCE_S = 15.0
 #: how often an idle consumer asks the broker for metadata, to know it still answers
 BROKER_PROBE_S = 5.0
@@ -172,15 +173,22 @@ class ConsumerRunner:
             return "stopped"
         if not self.ready.is_set():
             return "waiting for its partitions"
-        silent_s = time.monotonic() - self._broker_seen
-        if silent_s > BROKER_SILENCE_S:
+        silent_s = time.monotonic() - self._heard()
+        # a sleeping consumer hears the broker at each check, one a fallback wait apart
+        if silent_s > BROKER_SILENCE_S + (self.quiet.fallback_s if self.quiet is not None else 0.0):
             return f"no answer from the broker for {silent_s:.0f} s"
         return None
 
+    def _heard(self) -> float:
+        """When the broker last answered this consumer: records, a probe, or a sleeping consumer's check (monotonic)."""
+        quiet = self.quiet
+        return max(self._broker_seen, quiet.answered_at) if quiet is not None else self._broker_seen
+
     async def _probe_broker(self, consumer: AIOKafkaConsumer) -> None:
-        """Every BROKER_PROBE_S without records, a metadata request tells whether the broker answers."""
+        """Every BROKER_PROBE_S without records (or a sleeping consumer's checks, which ask the broker too), a
+        metadata request tells whether the broker answers."""
         now = time.monotonic()
-        if now - self._broker_seen < BROKER_PROBE_S or now < self._next_probe:
+        if now - self._heard() < BROKER_PROBE_S or now < self._next_probe:
             return
         self._next_probe = now + BROKER_PROBE_S
         try:
