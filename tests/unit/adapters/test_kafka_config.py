@@ -31,8 +31,8 @@ def test_embedded_broker_turns_idempotence_off_and_polls_fast() -> None:
 def test_group_sessions_are_short_on_the_embedded_broker_and_aiokafkas_on_a_cluster() -> None:
     embedded = KafkaClientConfig(KafkaSettings(), "127.0.0.1:1", embedded=True)
     member = embedded.consumer("retriever", "ctxbus.retriever")
-    # a third of the session: each heartbeat is a request the idle embedded broker answers
-    assert (member["session_timeout_ms"], member["heartbeat_interval_ms"]) == (6_000, 2_000)
+    # a sixth of the session: a third saved idle CPU but cost capacity under load (late heartbeats end sessions)
+    assert (member["session_timeout_ms"], member["heartbeat_interval_ms"]) == (6_000, 1_000)
     assert "session_timeout_ms" not in embedded.consumer("archiver", None)  # no group, no session
     cluster = KafkaClientConfig(KafkaSettings(bootstrap_servers="k:1"), "k:1", embedded=False)
     assert "session_timeout_ms" not in cluster.consumer("retriever", "ctxbus.retriever")

@@ -136,8 +136,8 @@ class KafkaClientConfig:
         }
         session = self.session_timeout_ms
         if group_id is not None and session is not None:  # heartbeats well inside the session, as Kafka advises
-            # (at most a third of it); on the embedded broker a third: idle, each heartbeat of each group member is
-            # what the stack still costs (nine members, one every second, were a good part of its idle CPU)
-            beat = session // 3 if self.embedded else session // 6
-            args |= {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, beat)}
+            # (a sixth of it: a third, tried on the embedded broker to halve an idle stack's heartbeats, cost a sixth
+            # of the highest sustained rate, 85-94/s against 102/s in paired `bench pipeline --find-capacity` runs:
+            # under load a late heartbeat then ends the member's session sooner; docs/idle.md)
+            args |= {"session_timeout_ms": session, "heartbeat_interval_ms": max(100, session // 6)}
         return args
