@@ -114,6 +114,9 @@ class EmbedderSettings(BaseSettings):
     query_batch: int = Field(default=4, ge=1, le=256)
     #: query vectors the retriever remembers (keyed by the text the model reads); 0 turns the cache off
     query_cache: int = Field(default=2_048, ge=0, le=1_000_000)
+    #: seconds between two embeds of a fixed text by the retriever's process while no query was embedded (0: off):
+    #: after minutes of silence the first embed was 6-10x slower on a quiet VM (docs/idle.md)
+    keep_warm_s: float = Field(default=10.0, ge=0.0, le=3_600.0)
 
 
 class ServiceSettings(BaseSettings):

@@ -37,6 +37,7 @@ from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.expiry import RetrieverDeadlines
+from ctxbus.retriever.keep_warm import KeepWarm
 from ctxbus.retriever.memory_curation import MemoryCurationHandler
 from ctxbus.retriever.memory_upserts import MemoryUpsertHandler
 from ctxbus.settings import Settings
@@ -335,9 +336,17 @@ async def run_services(
             if res.store is not None:
                 metrics.health.add("store", _store_check(res.store))
             waiter = asyncio.create_task(_when_ready(runners, on_ready))
+            # the retriever's model used while idle too: the first embed after minutes of silence was 6-10x slower
+            warm = (
+                KeepWarm(res.embedder, settings.embedder.keep_warm_s) if "retriever" in names and res.embedder else None
+            )
+            warming = asyncio.create_task(warm.run(stop)) if warm is not None else None
             try:
                 await asyncio.gather(*(r.run(stop) for r in runners))
             finally:
+                if warming is not None:
+                    warming.cancel()
+                    await asyncio.gather(warming, return_exceptions=True)
                 for close in res.async_closers:
                     with contextlib.suppress(Exception):
                         await close()
