@@ -45,6 +45,8 @@ SECONDS_PER_DAY = 86_400.0
 DEFAULT_MAX_ITEMS = 10
 #: A similarity floor that keeps every hit (cosine similarity is never below -1).
 NO_SIMILARITY_FLOOR = -1.0
+#: ``min_score`` that drops nothing (a session start: the project's basics, whatever resembles its generic request)
+NO_SCORE_FLOOR = float("-inf")
 #: Seed 001: how much a past session's learning counts, by the session's outcome. A failed one is not here:
 #: seed 001's 0.3 is replaced by REQ-021.5's treatment, a warning at full strength (``outcome_weight``).
 OUTCOME_WEIGHTS: dict[Outcome, float] = {

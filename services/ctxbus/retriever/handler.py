@@ -33,7 +33,7 @@ from ctxbus.core.meta_prompts import META_PROMPT, recognise
 from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.profiles import ContextProfile, InvalidOverride, UnknownProfile, apply_overrides, resolve_profile
 from ctxbus.core.ranked_items import to_payload_item
-from ctxbus.core.ranking import NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
+from ctxbus.core.ranking import NO_SCORE_FLOOR, NO_SIMILARITY_FLOOR, RankedHit, RankingWeights, rank
 from ctxbus.core.task_profiles import (
     SESSION_START_PROFILE,
     TASK_TYPE_PROFILES,
@@ -363,8 +363,9 @@ class RetrieverHandler:
             domain=domain,
             now=now,
             weights=self._weights,
-            min_score=self._min_score,
-            # a session start asks for the project's basics, not for what resembles its generic question: no cut
+            # a session start asks for the project's basics, not for what resembles its generic question: no cut (the
+            # item cap bounds it; its profile puts the project's rules first)
+            min_score=NO_SCORE_FLOOR if request.trigger in EXEMPT_TRIGGERS else self._min_score,
             min_similarity=NO_SIMILARITY_FLOOR if request.trigger in EXEMPT_TRIGGERS else self._min_similarity,
             max_items=max(plan.candidate_limit, len(candidates)),
         )
