@@ -21,6 +21,10 @@ def rules(items: list[MemoryItem]) -> list[str]:
     return [i.provenance.rule for i in items if i.provenance]
 
 
+def of_rule(items: list[MemoryItem], rule: str) -> list[MemoryItem]:
+    return [i for i in items if i.provenance and i.provenance.rule == rule]
+
+
 def fail_fix_pass(session: str = "s1", hits: int = 1) -> Transcript:
     t = Transcript(session).prompt("users can reuse an old password reset link. fix it")
     for _ in range(hits):
@@ -205,7 +209,7 @@ def test_a_build_piped_into_a_filter_fails_by_its_error_lines_not_the_filters_ex
         .bash("dotnet build Fleet.sln 2>&1 | grep -E 'error|Warn|Elapsed'", green)
         .say("The build is green.")
     )
-    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and "CS8618" in fixes[0].title and "Vehicle.cs" in fixes[0].title
 
 
@@ -218,7 +222,7 @@ def test_a_repeated_command_is_verified_by_a_later_line_that_also_runs_it() -> N
         .edit("package.json", '"deps": {', '"deps": {\n    "@aws-sdk/client-sesv2": "3.658.1",')
         .bash("npm install 2>&1 | tail -1 && npx cdk synth Stack-dev -q", "added 4 packages\nBundling asset ...")
     )
-    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and 'Could not resolve "@aws-sdk/client-sesv2"' in fixes[0].content
 
 
@@ -232,7 +236,7 @@ def test_an_episodes_task_is_the_first_prompt_that_says_one_not_a_bare_go_on() -
         .bash("pytest -q", PYTEST_PASS)
         .say("Extracted.")
     )
-    episodes = [i for i in capture(t) if i.provenance and i.provenance.rule == "episode"]
+    episodes = of_rule(capture(t), "episode")
     assert len(episodes) == 1 and "slot-picker component" in episodes[0].title
 
 
@@ -276,7 +280,7 @@ def test_a_failure_fixed_by_running_a_formatter_is_one_learning_that_names_the_c
         .bash("sbt api/Test/scalafmtCheck", "[success] Total time: 3 s")
         .say("Formatted; the check passes.")
     )
-    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1
     assert "by running `sbt api/Test/scalafmt`" in fixes[0].title and fixes[0].files == ()
     assert "Verified: `sbt api/Test/scalafmtCheck` passed." in fixes[0].content
@@ -291,5 +295,5 @@ def test_the_same_tool_run_wider_verifies_what_it_failed_narrower() -> None:
         .edit("src/main/scala/rates/Surcharge.scala", "base + 12", "base + 14")
         .bash("sbt test", "[info] Passed: Total 41, Failed 0, Errors 0, Passed 41")
     )
-    fixes = [i for i in capture(t) if i.provenance and i.provenance.rule == "failure_fix"]
+    fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and "Surcharge.scala" in fixes[0].title
