@@ -9,7 +9,7 @@ ctxbus producer passes, so no topic, and so neither the archive, the record nor 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -165,7 +165,7 @@ class EventPublisher:
                 await self._send_kept(kept.topic, kept.key, kept.value, kept.headers, kept.partition, kept.timestamp_ms)
             except BaseException:
                 for rest in due[i:]:  # due again next time (under a life the file does not know: all of them)
-                    self._keeper.keep(Kept("", *_fields(rest)))
+                    self._keeper.keep(replace(rest, life=""))
                 raise
         if due:
             self._keeper.resent += len(due)
@@ -194,10 +194,6 @@ class EventPublisher:
 
     async def publish_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers) -> Any:
         return await self.send(self.prepare_raw(topic, value, key, headers))
-
-
-def _fields(kept: Kept) -> tuple[str, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes], ...], int | None]:
-    return kept.topic, kept.partition, kept.offset, kept.key, kept.value, kept.headers, kept.timestamp_ms
 
 
 def _acknowledged(ack: asyncio.Future[Any]) -> bool:

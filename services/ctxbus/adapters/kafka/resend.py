@@ -56,6 +56,10 @@ class Keeper:
         self._stamp: tuple[int, int, int] | None = None
         self._progress: Progress | None = None
         self._kept: deque[Kept] = deque()
+        #: the progress the kept records were last sorted against, and whether one kept since is of another life:
+        #: nothing can become due or archived until the file changes, so ``due`` (before every send) scans only then
+        self._sorted_for: Progress | None = None
+        self._foreign = False
         self.dropped = 0
         self.resent = 0
 
@@ -80,6 +84,8 @@ class Keeper:
 
     def keep(self, record: Kept) -> None:
         self._kept.append(record)
+        if self._progress is None or record.life != self._progress.life:
+            self._foreign = True
         while len(self._kept) > self._limit:
             self._kept.popleft()
             self.dropped += 1
@@ -94,8 +100,9 @@ class Keeper:
         of the current life, those below its archived end; of an earlier life, those below that life's final end are
         held, the others died with their broker and are due (all of a life the file no longer knows)."""
         progress = self.refresh()
-        if progress is None or not self._kept:
+        if progress is None or not self._kept or (progress is self._sorted_for and not self._foreign):
             return []
+        self._sorted_for, self._foreign = progress, False
         due: list[Kept] = []
         left: deque[Kept] = deque()
         for record in self._kept:
