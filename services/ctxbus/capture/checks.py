@@ -226,6 +226,27 @@ _ERROR_LINE = re.compile(
 )
 
 
+#: what a check's own output says when it failed, in the words test runners, builds and linters of many stacks share:
+#: a tally of failures (``Some tests failed``, ``Failed: Total 3, Failed 1``, ``2 errors``, ``failed=1``), a log level
+#: at a line's start (``[error]``, ``fatal:``), a failed-test marker (``[E]``, ``FAILED!``). Read only when the exit
+#: code is a filter's, so a word in a passing run's log cannot fail it on its own.
+_SAYS_FAILED = re.compile(
+    r"(?i:\b(?:some|all|\d+) tests? failed\b|\btests? failed\b|\b[1-9]\d* (?:failed|failures?|failing|errors?|problems?)\b|"
+    r"\b(?:failed|failures|errors)(?::|=|\s)\s*[1-9]\d*\b(?!\s*(?:passed|ok|skipped)))|"
+    r"^\s*(?:\[(?:error|ERROR|FAIL|FAILED)\]|ERROR:|FAIL(?:ED)?\b|fatal:|CRITICAL\b)|\bFAILED!|\[E\]\s*$|"
+    r"\b[1-9]\d* issues? found\b",
+    re.M,
+)
+
+
+def piped_failure(output: str) -> str | None:
+    """The line of a filtered output that says its check failed (:data:`_SAYS_FAILED`), or None."""
+    for line in (output or "").splitlines():
+        if len(line) <= 500 and _SAYS_FAILED.search(line):
+            return " ".join(line.split())[:200]
+    return None
+
+
 def piped_into_filter(command: str) -> bool:
     """Whether a command line's exit code is a filter's (``... | tail -20``), so its output must say how it went."""
     return "pipefail" not in command and bool(_FILTER_TAIL.search(command or ""))

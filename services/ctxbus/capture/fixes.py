@@ -8,14 +8,14 @@ knows is a check by its repetition (:func:`ctxbus.capture.checks.repeated_keys`)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxbus.capture.checks import RUNNERS, only_rewrites, program_of, repeated_keys, rewrites_files
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import remembered
-from ctxbus.capture.signature import Signature, basename, gist, quotable, relative, signature_of
+from ctxbus.capture.signature import Signature, basename, findings_by_file, gist, quotable, relative, signature_of
 from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step
-from ctxbus.core.check_commands import BUILD
+from ctxbus.core.check_commands import BUILD, TEST
 from ctxbus.core.outcome_rules import Verdict
 
 #: files an edit summary names
@@ -38,6 +38,8 @@ class _Open:
     rewrites: list[str] = field(default_factory=list)
     #: a later run of its check no longer showed it (after edits): fixed, once a run of its check passes
     resolved: bool = False
+    #: the output of its last failing run (its findings name the files they are in)
+    output: str = ""
 
 
 def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[str, str], ...]:
@@ -58,12 +60,15 @@ def _covers(error: _Open, step: RunStep) -> bool:
 
 def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
     """The open errors a passing run fixes: those of a check it runs, else of its kind, else (a failed build) of its
-    toolchain (a passing ``cargo test`` compiled what ``cargo build`` failed)."""
+    toolchain (a passing ``cargo test`` compiled what ``cargo build`` failed). Another check closes only errors that
+    something was changed for since they failed: ``helm template`` passing right after ``helm lint`` failed says
+    nothing about the lint error."""
     closing = [e for e in open_errors if _covers(e, step)]
+    changed = [e for e in open_errors if e.edits or e.rewrites]
     if not closing:
-        closing = [e for e in open_errors if e.kind == step.run.check.kind]
+        closing = [e for e in changed if e.kind == step.run.check.kind]
     if not closing and step.run.check.toolchain:
-        closing = [e for e in open_errors if e.kind == BUILD and e.toolchain == step.run.check.toolchain]
+        closing = [e for e in changed if e.kind == BUILD and e.toolchain == step.run.check.toolchain]
     return closing
 
 
@@ -99,10 +104,19 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                 same.hits += 1
                 same.command = step.run.command
                 same.resolved = False
+                same.output = step.output
             else:
                 check = step.run.check
                 open_errors.append(
-                    _Open(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
+                    _Open(
+                        sig,
+                        step.all_families,
+                        check.kind,
+                        check.toolchain,
+                        step.run.command,
+                        step.span,
+                        output=step.output,
+                    )
                 )
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
             if rewrote is not None and only_rewrites(rewrote):
@@ -110,7 +124,7 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             for error in _closing(open_errors, step):
                 open_errors.remove(error)
                 if _fixed(error, step.run.command):
-                    lessons.append(_lesson(error, step.run.command, step.span, cwd, task))
+                    lessons.extend(_lessons(error, step.run.command, step.span, cwd, task))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
     return lessons
@@ -130,6 +144,51 @@ def _fixed(error: _Open, command: str) -> bool:
     if error.rewrites and not error.edits:
         return True
     return bool(error.edits) and not _passed_by_running_it_otherwise(error, command)
+
+
+def _lessons(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> list[Lesson]:
+    """The lessons of a fixed error: one, or one per file when the run's findings were in several files and each
+    was fixed in its own (``tsc`` reporting TS2304 in a controller and TS2322 in a service: two things learned)."""
+    return [_lesson(part, verified_by, span, cwd, task) for part in _per_file(error, cwd) or [error]]
+
+
+def _same_file(named: str, edited: str, cwd: str | None) -> bool:
+    named = relative(named, cwd)
+    return named == edited or named.endswith("/" + edited) or edited.endswith("/" + named)
+
+
+def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
+    """The error split by the edited files its findings name, when there are two or more (else nothing). A failing
+    test names the test and the frames it passed through, not the files of its fix: tests are never split. Edits of
+    files no finding names go with the first part."""
+    if error.kind == TEST:
+        return []
+    edited = list(dict.fromkeys(relative(e.path, cwd) for e in error.edits))
+    groups: dict[str, list[str]] = {}
+    for named, lines in findings_by_file(error.output).items():
+        path = next((p for p in edited if _same_file(named, p, cwd)), None)
+        if path is not None:
+            groups.setdefault(path, []).extend(line for line in lines if line not in groups.get(path, ()))
+    merged: list[tuple[list[str], list[str]]] = []  # (paths, lines): the same error in two files is one lesson
+    for path, lines in groups.items():
+        sig = signature_of("\n".join(lines))
+        twin = next((m for m in merged if signature_of("\n".join(m[1])).same_error(sig)), None)
+        if twin is None:
+            merged.append(([path], list(lines)))
+        else:
+            twin[0].append(path)
+            twin[1].extend(lines)
+    if len(merged) < 2:
+        return []
+    rest = [e for e in error.edits if relative(e.path, cwd) not in groups]
+    return [
+        replace(
+            error,
+            signature=signature_of("\n".join(lines)),
+            edits=[e for e in error.edits if relative(e.path, cwd) in paths] + (rest if index == 0 else []),
+        )
+        for index, (paths, lines) in enumerate(merged)
+    ]
 
 
 def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> Lesson:
@@ -163,8 +222,9 @@ def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: 
             same.hits += 1
             same.command = step.command
             same.resolved = False
+            same.output = step.output
         else:
-            open_errors.append(_Open(sig, families, REPEATED, None, step.command, step.span))
+            open_errors.append(_Open(sig, families, REPEATED, None, step.command, step.span, output=step.output))
         return []
     repeated = [e for e in open_errors if e.kind == REPEATED]
     closing = [e for e in repeated if set(families) & set(e.families)]
@@ -175,7 +235,7 @@ def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: 
     for error in closing:
         open_errors.remove(error)
         if error.edits or error.rewrites:
-            lessons.append(_lesson(error, step.command, step.span, cwd, task))
+            lessons.extend(_lessons(error, step.command, step.span, cwd, task))
     return lessons
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 _NUMBERS = re.compile(r"\d+")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -34,6 +35,14 @@ _RAISED = re.compile(
 _RULE_IDS = re.compile(
     r"(?:\b([A-Z][a-z]+/[A-Z]\w+):|\[-W(?:error=)?([\w-]+)\]|\[([a-z]+-[\w.-]+)\]\s*$|\[([A-Z][a-zA-Z]+)\]\s*$|"
     r"\(([a-z]+:[\w-]+)\)\s*$)",
+    re.M,
+)
+#: rule ids in the shapes many linters share: a bracketed dotted or snake_case id (scalafix's ``[DisableSyntax.var]``,
+#: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
+#: last bullet of a finding (the Dart analyzer's ``• unused_import``)
+_MORE_RULE_IDS = re.compile(
+    r"\[([A-Z][A-Za-z]+\.[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
+    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$",
     re.M,
 )
 #: failures that name what failed: dbt's ``Failure in test unique_orders_id`` / ``Compilation Error in model x``,
@@ -89,7 +98,7 @@ _HEADLINE = re.compile(
 )
 #: a path with a source-like extension, optionally with :line
 _PATH = re.compile(
-    r"(?<![\w/.-])((?:[\w.@-]+/)*[\w.@-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|swift|scala|vue|svelte|sql|toml|yaml|yml|json|gradle|erb))(?::\d+)?"
+    r"(?<![\w/.-])((?:~?/)?(?:[\w.@-]+/)*[\w.@-]+\.(?:py|pyi|ts|tsx|mts|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|ino|swift|scala|sc|sbt|vue|svelte|sql|toml|yaml|yml|json|gradle|erb|dart|hs|clj|cljs|cljc|edn|sol|[rR]|Rmd|ml|mli|zig|lua|m|mm|xml|tf|tpl|sh|proto|html|css|scss|cfg|ini|properties|fs|elm|jl|nim|cr|groovy))(?::\d+)?"
 )
 #: identifiers that name nothing in particular
 _GENERIC = frozenset(
@@ -167,6 +176,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
                 _add(found, group)
     for match in _RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
+    for match in _MORE_RULE_IDS.finditer(text):
+        _add(found, next(g for g in match.groups() if g))
     for match in _LINTER.finditer(text):
         _add(found, match.group(1))
     for match in _UNDEFINED.finditer(text):
@@ -191,6 +202,32 @@ def signature_of(output: str, detail: str = "") -> Signature:
         if "site-packages" not in path and "node_modules" not in path and path not in locations:
             locations.append(path)
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
+
+
+#: a line of a stack trace (it names a file the error passed through, not one it is in)
+_FRAME = re.compile(r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x)|:\d+: in \w|\(package:")
+#: a file:line (or file(line,col)) reference
+_LOCATED_PATH = re.compile(_PATH.pattern.replace("(?::\\d+)?", "(?=:\\d+|\\(\\d+)"))
+
+
+def findings_by_file(output: str) -> dict[str, list[str]]:
+    """The finding lines of a check's output grouped by the file each names with a line number
+    (``src/a.ts(31,4): error TS2304 ...``, ``warning • ... • lib/b.dart:1:8 • unused_import``); stack frames are no
+    findings. A path as written; the lines in order, each once."""
+    found: dict[str, list[str]] = {}
+    for raw in clean(output).splitlines():
+        if len(raw) > 1_000 or _FRAME.search(raw):
+            continue
+        line = " ".join(raw.split())[:HEADLINE_CHARS]
+        for match in _LOCATED_PATH.finditer(raw):
+            path = match.group(1)
+            if "site-packages" in path or "node_modules" in path:
+                continue
+            lines = found.setdefault(path, [])
+            if line not in lines:
+                lines.append(line)
+            break
+    return found
 
 
 #: words that state a failure in any tool's own words (for output no pattern above knows)
@@ -258,7 +295,21 @@ def changed_lines(old: str, new: str) -> list[str]:
     return added
 
 
+#: how alike a removed line and an added one must be to read as one line changed (``v2beta2`` -> ``v2``)
+_REPLACED_RATIO = 0.6
+
+
 def gist(old: str, new: str) -> str:
-    """A few of the lines an edit added, each clipped: what the fix was, in its own words."""
-    lines = changed_lines(old, new)[:GIST_LINES]
-    return " / ".join(line[:GIST_LINE_CHARS] for line in lines)
+    """A few of the lines an edit added, each clipped: what the fix was, in its own words. An added line that
+    rewrites a removed one shows both (``apiVersion: autoscaling/v2beta2 -> apiVersion: autoscaling/v2``): what was
+    wrong is often only in the line that went."""
+    removed = changed_lines(new, old)
+    pieces = []
+    for line in changed_lines(old, new)[:GIST_LINES]:
+        was = max(removed, key=lambda r: SequenceMatcher(None, r, line).ratio(), default="")
+        if was and SequenceMatcher(None, was, line).ratio() >= _REPLACED_RATIO:
+            removed.remove(was)
+            pieces.append(f"{was[:GIST_LINE_CHARS]} -> {line[:GIST_LINE_CHARS]}")
+        else:
+            pieces.append(line[:GIST_LINE_CHARS])
+    return " / ".join(pieces)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbus.capture.checks import check_key, checks_in, error_lines, main_check, piped_into_filter
+from ctxbus.capture.checks import check_key, checks_in, error_lines, main_check, piped_failure, piped_into_filter
 from ctxbus.core.check_output import exit_code_in, read_result
 from ctxbus.core.hook_evidence import tool_evidence
 from ctxbus.core.outcome_rules import CheckRun, Verdict
@@ -88,9 +88,9 @@ def run_step(
         return None
     verdict, rule, detail = read_result(output, exit_code=exit_code, interrupted=interrupted, tool_error=tool_error)
     if verdict is Verdict.PASSED and rule == "exit_code_zero" and piped_into_filter(command):
-        errors = error_lines(output)
-        if errors:  # ``dotnet build | grep error``: the filter's exit code, the build's errors
-            verdict, rule, detail = Verdict.FAILED, "piped_error_lines", errors[0]
+        said = error_lines(output)[:1] or [line for line in (piped_failure(output),) if line]
+        if said:  # ``dotnet build | grep error``, ``flutter test | tail``: the filter's exit code, the check's words
+            verdict, rule, detail = Verdict.FAILED, "piped_error_lines", said[0]
     run = CheckRun(key, check, " ".join(command.split())[:COMMAND_CHARS], verdict, rule, detail)
     families = tuple(check_key(c) for c in checks_in(command))
     return RunStep(run, output[-OUTPUT_CHARS:], span, families)
@@ -273,6 +273,7 @@ class TranscriptSteps:
         if step is not None:
             return step
         failed = is_error and not interrupted and (exit_code_in(result_text) or 1) != 0
+        failed = failed or (not is_error and piped_into_filter(command) and piped_failure(text) is not None)
         return ShellStep(
             " ".join(command.split())[:COMMAND_CHARS], span, failed, text[-OUTPUT_CHARS:] if failed else ""
         )
@@ -311,12 +312,13 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
         output = f"{error}\n{output}"
     if main_check(command) is None:
         failed = event == "PostToolUseFailure" and not (isinstance(response, dict) and response.get("interrupted"))
+        failed = failed or (piped_into_filter(command) and piped_failure(output) is not None)
         return ShellStep(
             " ".join(command.split())[:COMMAND_CHARS], Span(), failed, output[-OUTPUT_CHARS:] if failed else ""
         )
     families = tuple(check_key(c) for c in checks_in(command))
     run = tool_evidence(hook_input)  # the outcome inference's reading of the result, when it knows the check
-    if run is not None:
+    if run is not None and not piped_into_filter(command):  # piped: its exit code is the filter's (run_step reads)
         return RunStep(run, output[-OUTPUT_CHARS:], Span(), families)
     failed = event == "PostToolUseFailure"
     code = (exit_code_in(output) or 1) if failed else 0

@@ -297,3 +297,149 @@ def test_the_same_tool_run_wider_verifies_what_it_failed_narrower() -> None:
     )
     fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and "Surcharge.scala" in fixes[0].title
+
+
+FLUTTER_RED = """00:21 +61 -1: test/services/reminder_service_test.dart: schedules one notification per habit [E]
+  LateInitializationError: Field '_channel@41394172' has not been initialized.
+  #1      ReminderService.scheduleDaily (package:tidyhabit/services/reminder_service.dart:33:24)
+00:24 +72 -1: Some tests failed.
+"""
+
+
+def test_a_test_run_piped_into_a_filter_fails_by_what_its_output_says() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("the reminder test is red, fix it")
+        .bash("flutter test 2>&1 | grep -E 'passed|failed|Error' | head -20", FLUTTER_RED)  # grep: exit 0
+        .edit("lib/services/reminder_service.dart", "late final Channel _channel;", "static const _channel = Channel();")
+        .bash("flutter test 2>&1 | tail -3", "00:24 +73: All tests passed!\n")
+        .say("Fixed.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "LateInitializationError" in fixes[0].content
+
+
+SBT_RED = """parcel.core.ZoneRepoSuite:
+==> X parcel.core.ZoneRepoSuite.beforeAll  0.611s org.flywaydb.core.api.exception.FlywayValidateException: Validate failed
+Migration checksum mismatch for migration version 7
+[error] Failed: Total 3, Failed 1, Errors 0, Passed 2
+[error] (core / Test / test) sbt.TestsFailedException: Tests failed
+"""
+SBT_GREEN = "[info] Passed: Total 4, Failed 0, Errors 0, Passed 4\n[success] Total time: 19 s\n"
+
+
+def test_a_command_no_list_knows_piped_into_a_filter_fails_by_what_its_output_says() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("tests fail with some flyway error since yesterday")
+        .bash("sbt core/test 2>&1 | tail -40", SBT_RED)
+        .write("modules/core/src/main/resources/db/migration/V8__precision.sql", "ALTER TABLE rates ...;")
+        .bash("sbt core/test 2>&1 | tail -12", SBT_GREEN)
+        .say("Green again.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "FlywayValidateException" in fixes[0].content
+
+
+def test_filtered_output_that_reports_no_failure_is_no_failure() -> None:
+    quiet = "[info] Passed: Total 5, Failed 0, Errors 0, Passed 5\nok: [instance] failed=0 changed=0\n0 errors\n"
+    t = (
+        Transcript("s1")
+        .prompt("run the suite")
+        .bash("sbt test 2>&1 | tail -5", quiet)
+        .edit("build.sbt", "scalaVersion := \"3.5.1\"", "scalaVersion := \"3.5.2\"")
+        .bash("sbt test 2>&1 | tail -5", quiet)
+    )
+    assert "failure_fix" not in rules(capture(t))
+
+
+def test_a_pass_of_another_check_with_no_change_since_the_failure_does_not_close_it() -> None:
+    red = "==> Linting charts/ingest-api\n[ERROR] templates/hpa.yaml: unable to parse YAML: did not find expected key\n"
+    t = (
+        Transcript("s1")
+        .prompt("add an HPA to the chart")
+        .bash("helm lint charts/ingest-api", red, code=1)
+        .bash("helm template ingest-api charts/ingest-api -s templates/hpa.yaml --debug", "kind: HPA\n")
+        .edit("charts/ingest-api/templates/_helpers.tpl", '{{- define "labels" -}}\n\n', '{{- define "labels" -}}\n')
+        .bash("helm lint charts/ingest-api", "1 chart(s) linted, 0 chart(s) failed\n")
+        .say("The chart lints.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "did not find expected key" in fixes[0].content
+    assert "_helpers.tpl" in fixes[0].content
+
+
+TSC_TWO_FILES = """src/bookings/bookings.controller.ts(31,4): error TS2304: Cannot find name 'Patch'.
+src/bookings/bookings.service.ts(11,37): error TS2322: Type 'null' is not assignable to type 'Date | undefined'.
+
+Found 2 errors in 2 files.
+"""
+
+
+def test_errors_in_two_files_each_fixed_in_its_own_file_are_two_learnings() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("add PATCH /bookings/:id/cancel")
+        .bash("npx tsc --noEmit", TSC_TWO_FILES, code=2)
+        .edit("src/bookings/bookings.controller.ts", "import { Get } from '@nestjs/common';", "import { Get, Patch } from '@nestjs/common';")
+        .edit("src/bookings/bookings.service.ts", "where: { cancelledAt: null }", "where: { cancelledAt: IsNull() }")
+        .bash("npx tsc --noEmit", "")
+        .say("Compiles.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    by_code = {f.title.split()[2]: f for f in fixes}
+    assert sorted(by_code) == ["TS2304", "TS2322"]
+    assert "bookings.controller.ts" in by_code["TS2304"].title and "Patch" in by_code["TS2304"].content
+    assert "bookings.service.ts" in by_code["TS2322"].title and "IsNull()" in by_code["TS2322"].content
+    assert "IsNull()" not in by_code["TS2304"].content
+
+
+def test_a_fix_that_replaces_a_line_shows_what_it_replaced() -> None:
+    red = "stdin - HorizontalPodAutoscaler ingest-api failed validation: could not find schema for HorizontalPodAutoscaler\n"
+    t = (
+        Transcript("s1")
+        .prompt("validate the chart with kubeconform")
+        .bash("helm template x charts/x | kubeconform -strict -kubernetes-version 1.29.0 -summary", red, code=1)
+        .edit("charts/x/templates/hpa.yaml", "apiVersion: autoscaling/v2beta2\nkind: HPA", "apiVersion: autoscaling/v2\nkind: HPA")
+        .bash("helm template x charts/x | kubeconform -strict -kubernetes-version 1.29.0 -summary", "Valid: 7\n")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "autoscaling/v2beta2" in fixes[0].content and "autoscaling/v2" in fixes[0].content
+
+
+def test_a_fixs_text_holds_the_error_message_not_only_the_test_section_banner() -> None:
+    red = """==================================== ERRORS ====================================
+______________ ERROR at setup of test_get_shipment_returns_events ______________
+tests/conftest.py:21: in engine
+    async with db.connect() as conn:
+E   RuntimeError: Task got Future attached to a different loop
+=========================== short test summary info ============================
+ERROR tests/api/test_shipments.py::test_get_shipment_returns_events - RuntimeError: Task got Future attached to a different loop
+1 error in 0.41s
+"""
+    t = (
+        Transcript("s1")
+        .prompt("the api tests fail after the pytest-asyncio bump")
+        .bash("pytest tests/api -q 2>&1 | tail -25", red)
+        .edit("pyproject.toml", 'asyncio_mode = "auto"', 'asyncio_mode = "auto"\nasyncio_default_fixture_loop_scope = "session"')
+        .bash("pytest tests/api -q 2>&1 | tail -3", "4 passed in 0.40s\n")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "attached to a different loop" in fixes[0].content
+
+
+def test_the_same_error_in_two_files_is_one_learning() -> None:
+    red = (
+        "internal/http/handler.go:57:9: Error return value of `w.Write` is not checked (errcheck)\n"
+        "internal/http/health.go:19:20: Error return value of `Encode` is not checked (errcheck)\n"
+    )
+    t = (
+        Transcript("s1")
+        .prompt("golangci-lint fails on main")
+        .bash("golangci-lint run ./...", red, code=1)
+        .edit("internal/http/handler.go", "w.Write(body)", "if _, err := w.Write(body); err != nil {")
+        .edit("internal/http/health.go", "enc.Encode(s)", "if err := enc.Encode(s); err != nil {")
+        .bash("golangci-lint run ./...", "0 issues.\n")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "handler.go" in fixes[0].content and "health.go" in fixes[0].content

@@ -27,8 +27,9 @@ def test_identifiers_of_common_stacks() -> None:
     assert not pytest_sig.same_error(signature_of("error TS2345: x"))
 
 
-def test_gist_is_the_added_lines() -> None:
-    assert gist("a = 1\nb = 2", "a = 1\nb = 3\nc = 4") == "b = 3 / c = 4"
+def test_gist_is_the_added_lines_and_what_a_rewritten_line_was() -> None:
+    assert gist("a = 1\nb = 2", "a = 1\nb = 3\nc = 4") == "b = 2 -> b = 3 / c = 4"
+    assert gist("timeout = 5", "retries = [1, 2, 4, 8]") == "retries = [1, 2, 4, 8]"  # unlike it: no pair
 
 
 def hook(event: str, tool: str, tool_input: dict[str, object], response: object = None) -> dict[str, object]:
