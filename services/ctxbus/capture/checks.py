@@ -231,7 +231,8 @@ _ERROR_LINE = re.compile(
 #: at a line's start (``[error]``, ``fatal:``), a failed-test marker (``[E]``, ``FAILED!``). Read only when the exit
 #: code is a filter's, so a word in a passing run's log cannot fail it on its own.
 _SAYS_FAILED = re.compile(
-    r"(?i:\b(?:some|all|\d+) tests? failed\b|\btests? failed\b|\b[1-9]\d* (?:failed|failures?|failing|errors?|problems?)\b|"
+    r"(?i:\b(?:some|all|\d+) tests? failed\b|\btests? failed\b|"
+    r"\b[1-9]\d* (?:failed|failures?|failing|errors?|problems?)\b|"
     r"\b(?:failed|failures|errors)(?::|=|\s)\s*[1-9]\d*\b(?!\s*(?:passed|ok|skipped)))|"
     r"^\s*(?:\[(?:error|ERROR|FAIL|FAILED)\]|ERROR:|FAIL(?:ED)?\b|fatal:|CRITICAL\b)|\bFAILED!|\[E\]\s*$|"
     r"\b[1-9]\d* issues? found\b",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 
 from ctxbus.capture.checks import RUNNERS, only_rewrites, program_of, repeated_keys, rewrites_files
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
-from ctxbus.capture.prompts import remembered
+from ctxbus.capture.prompts import bare_go_on, remembered
 from ctxbus.capture.signature import Signature, basename, findings_by_file, gist, quotable, relative, signature_of
-from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step
+from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step, resumed_task_of
 from ctxbus.core.check_commands import BUILD, TEST
 from ctxbus.core.outcome_rules import Verdict
 
@@ -81,7 +81,9 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
     """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
     its check that failed on something else, and that check passed in the end)."""
     prompts = [s.text for s in steps if isinstance(s, PromptStep) and remembered(s.text) is None]
-    task = " ".join(prompts[0].split())[:TASK_CONTEXT_CHARS] if prompts else ""
+    worded = [p for p in prompts if not bare_go_on(p)]
+    said = worded[0] if worded else resumed_task_of(steps) or (prompts[0] if prompts else "")
+    task = " ".join(said.split())[:TASK_CONTEXT_CHARS]
     open_errors: list[_Open] = []
     lessons: list[Lesson] = []
     for step in steps:

@@ -47,6 +47,19 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 QUOTE_CHARS = 400
 
 
+#: a prompt that only says to go on (after a pause, a compaction, a question): no task of its own
+_BARE_GO_ON = re.compile(
+    r"^\s*(?:please\s+)?(?:continue|go on|go ahead|proceed|carry on|keep going|resume|next|ok(?:ay)?|yes|yep|sure|"
+    r"do it|sounds good|thanks?(?: you)?|lgtm|y)\s*(?:please)?[.!]*\s*$",
+    re.I,
+)
+
+
+def bare_go_on(prompt: str) -> bool:
+    """Whether a prompt only says to go on ("continue", "ok"): it names no task."""
+    return bool(_BARE_GO_ON.match(prompt))
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A standing rule the user stated, in the user's words."""

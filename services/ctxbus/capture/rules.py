@@ -10,16 +10,25 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ctxbus.capture.checks import check_key
 from ctxbus.capture.fixes import MAX_FILES, failure_fixes
 from ctxbus.capture.lessons import Episode, Lesson, RuleName, Said
-from ctxbus.capture.prompts import remembered, rule_in
+from ctxbus.capture.prompts import bare_go_on, remembered, rule_in
 from ctxbus.capture.signature import bare_command, basename, relative
-from ctxbus.capture.steps import AnswerStep, EditStep, InterruptStep, PromptStep, RunStep, ShellStep, Span, Step
+from ctxbus.capture.steps import (
+    AnswerStep,
+    EditStep,
+    InterruptStep,
+    PromptStep,
+    RunStep,
+    ShellStep,
+    Span,
+    Step,
+    resumed_task_of,
+)
 from ctxbus.contract.payloads import Outcome
 from ctxbus.core.check_commands import Check
 from ctxbus.core.feedback_text import read_assistant_report, read_feedback
@@ -41,14 +50,6 @@ _ABANDON = (
     "give up",
     "drop it",
     "revert",
-)
-
-
-#: a prompt that only says to go on (after a pause, a compaction, a question): no task of its own
-_BARE_GO_ON = re.compile(
-    r"^\s*(?:please\s+)?(?:continue|go on|go ahead|proceed|carry on|keep going|resume|next|ok(?:ay)?|yes|yep|sure|"
-    r"do it|sounds good|thanks?(?: you)?|lgtm|y)\s*(?:please)?[.!]*\s*$",
-    re.I,
 )
 
 
@@ -134,14 +135,12 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     files = tuple(dict.fromkeys(relative(e.path, cwd) for e in edits))[:MAX_FILES]
     passed = [bare_command(s.run.command) for s in steps if isinstance(s, RunStep) and s.run.verdict is Verdict.PASSED]
     commands = tuple(dict.fromkeys(reversed(passed)))[:MAX_COMMANDS]
-    worded = [t for t in tasks if not _BARE_GO_ON.match(t.text)] or tasks
-    first = worded[0]
-    follow_ups = tuple(" ".join(t.text.split())[:FOLLOW_UP_CHARS] for t in worded[1:] if rule_in(t.text) is None)[
-        :MAX_FOLLOW_UPS
-    ]
+    worded = [t.text for t in tasks if not bare_go_on(t.text)]
+    first = worded[0] if worded else resumed_task_of(steps) or tasks[0].text
+    follow_ups = tuple(" ".join(t.split())[:FOLLOW_UP_CHARS] for t in worded[1:] if rule_in(t) is None)[:MAX_FOLLOW_UPS]
     answers = [s.text for s in steps if isinstance(s, AnswerStep)]
     fact = Episode(
-        " ".join(first.text.split())[:TASK_CHARS],
+        " ".join(first.split())[:TASK_CHARS],
         follow_ups,
         files,
         commands,

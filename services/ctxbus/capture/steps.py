@@ -9,6 +9,7 @@ A subagent's (``isSidechain``) edits and check runs are the session's work; its 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -121,13 +122,44 @@ class ShellStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ResumeStep:
+    """A session resumed from an earlier one: what the compaction summary (or the ``summary`` line) says the work
+    is. A session whose only prompt is "continue" has its task here."""
+
+    task: str
+    span: Span = Span()
+    #: from a ``summary`` line (a title), not a compaction summary's request
+    title: bool = False
+
+
+#: the request a compaction summary names (Claude Code writes "Primary Request and Intent:"; others "The user asked
+#: to ...")
+_PRIMARY = re.compile(r"Primary Request(?: and Intent)?:\s*(?P<task>\S[^\n]*)", re.I)
+_ASKED = re.compile(r"\b(?:the user|user) (?:asked|wants|wanted|requested)(?: me)? (?:to )?(?P<task>[^\n]+)", re.I)
+RESUME_TASK_CHARS = 300
+
+
+def resumed_task(summary: str) -> str:
+    """The task a compaction summary names, in its words, clipped ("" when it names none)."""
+    match = _PRIMARY.search(summary) or _ASKED.search(summary)
+    return " ".join(match.group("task").split())[:RESUME_TASK_CHARS] if match else ""
+
+
+def resumed_task_of(steps: Sequence[Step]) -> str:
+    """The task of a resumed session: its compaction summary's request, else its ``summary`` title ("" if neither)."""
+    resumed = [s for s in steps if isinstance(s, ResumeStep) and s.task]
+    best = [s for s in resumed if not s.title] or resumed
+    return best[0].task if best else ""
+
+
+@dataclass(frozen=True, slots=True)
 class InterruptStep:
     """The user interrupted a turn."""
 
     span: Span = Span()
 
 
-Step = PromptStep | AnswerStep | RunStep | EditStep | ShellStep | InterruptStep
+Step = PromptStep | AnswerStep | RunStep | EditStep | ShellStep | InterruptStep | ResumeStep
 
 
 def lines_with_offsets(data: bytes, base: int = 0) -> Iterator[tuple[dict[str, Any], Span]]:
@@ -221,6 +253,10 @@ class TranscriptSteps:
     def _entry(self, entry: dict[str, Any], span: Span) -> Iterator[Step]:
         if self.cwd is None and isinstance(entry.get("cwd"), str) and not entry.get("isSidechain"):
             self.cwd = entry["cwd"]
+        resumed = self._resumed(entry)
+        if resumed:
+            yield ResumeStep(resumed, span, title=entry.get("type") == "summary")
+            return
         prompt = prompt_of(entry)
         if prompt is not None:
             yield PromptStep(prompt, self.answered, span)
@@ -247,6 +283,15 @@ class TranscriptSteps:
                 step = self._result(name, tool_input, block, entry, whole)
                 if step is not None:
                     yield step
+
+    @staticmethod
+    def _resumed(entry: dict[str, Any]) -> str:
+        """The task of a compaction summary entry or a ``summary`` line ("" for any other entry)."""
+        if entry.get("type") == "summary" and isinstance(entry.get("summary"), str):
+            return " ".join(entry["summary"].split())[:RESUME_TASK_CHARS]
+        if entry.get("type") == "user" and entry.get("isCompactSummary") and not entry.get("isSidechain"):
+            return resumed_task(_text(_content(entry)))
+        return ""
 
     @staticmethod
     def _result(name: str, tool_input: Any, block: dict[str, Any], entry: dict[str, Any], span: Span) -> Step | None:

@@ -311,7 +311,9 @@ def test_a_test_run_piped_into_a_filter_fails_by_what_its_output_says() -> None:
         Transcript("s1")
         .prompt("the reminder test is red, fix it")
         .bash("flutter test 2>&1 | grep -E 'passed|failed|Error' | head -20", FLUTTER_RED)  # grep: exit 0
-        .edit("lib/services/reminder_service.dart", "late final Channel _channel;", "static const _channel = Channel();")
+        .edit(
+            "lib/services/reminder_service.dart", "late final Channel _channel;", "static const _channel = Channel();"
+        )
         .bash("flutter test 2>&1 | tail -3", "00:24 +73: All tests passed!\n")
         .say("Fixed.")
     )
@@ -320,7 +322,7 @@ def test_a_test_run_piped_into_a_filter_fails_by_what_its_output_says() -> None:
 
 
 SBT_RED = """parcel.core.ZoneRepoSuite:
-==> X parcel.core.ZoneRepoSuite.beforeAll  0.611s org.flywaydb.core.api.exception.FlywayValidateException: Validate failed
+==> X parcel.core.ZoneRepoSuite.beforeAll 0.6s org.flywaydb.core.api.exception.FlywayValidateException: failed
 Migration checksum mismatch for migration version 7
 [error] Failed: Total 3, Failed 1, Errors 0, Passed 2
 [error] (core / Test / test) sbt.TestsFailedException: Tests failed
@@ -347,7 +349,7 @@ def test_filtered_output_that_reports_no_failure_is_no_failure() -> None:
         Transcript("s1")
         .prompt("run the suite")
         .bash("sbt test 2>&1 | tail -5", quiet)
-        .edit("build.sbt", "scalaVersion := \"3.5.1\"", "scalaVersion := \"3.5.2\"")
+        .edit("build.sbt", 'scalaVersion := "3.5.1"', 'scalaVersion := "3.5.2"')
         .bash("sbt test 2>&1 | tail -5", quiet)
     )
     assert "failure_fix" not in rules(capture(t))
@@ -381,7 +383,11 @@ def test_errors_in_two_files_each_fixed_in_its_own_file_are_two_learnings() -> N
         Transcript("s1")
         .prompt("add PATCH /bookings/:id/cancel")
         .bash("npx tsc --noEmit", TSC_TWO_FILES, code=2)
-        .edit("src/bookings/bookings.controller.ts", "import { Get } from '@nestjs/common';", "import { Get, Patch } from '@nestjs/common';")
+        .edit(
+            "src/bookings/bookings.controller.ts",
+            "import { Get } from '@nestjs/common';",
+            "import { Get, Patch } from '@nestjs/common';",
+        )
         .edit("src/bookings/bookings.service.ts", "where: { cancelledAt: null }", "where: { cancelledAt: IsNull() }")
         .bash("npx tsc --noEmit", "")
         .say("Compiles.")
@@ -395,12 +401,16 @@ def test_errors_in_two_files_each_fixed_in_its_own_file_are_two_learnings() -> N
 
 
 def test_a_fix_that_replaces_a_line_shows_what_it_replaced() -> None:
-    red = "stdin - HorizontalPodAutoscaler ingest-api failed validation: could not find schema for HorizontalPodAutoscaler\n"
+    red = "stdin - HorizontalPodAutoscaler x failed validation: could not find schema for HorizontalPodAutoscaler\n"
     t = (
         Transcript("s1")
         .prompt("validate the chart with kubeconform")
         .bash("helm template x charts/x | kubeconform -strict -kubernetes-version 1.29.0 -summary", red, code=1)
-        .edit("charts/x/templates/hpa.yaml", "apiVersion: autoscaling/v2beta2\nkind: HPA", "apiVersion: autoscaling/v2\nkind: HPA")
+        .edit(
+            "charts/x/templates/hpa.yaml",
+            "apiVersion: autoscaling/v2beta2\nkind: HPA",
+            "apiVersion: autoscaling/v2\nkind: HPA",
+        )
         .bash("helm template x charts/x | kubeconform -strict -kubernetes-version 1.29.0 -summary", "Valid: 7\n")
     )
     fixes = of_rule(capture(t), "failure_fix")
@@ -414,14 +424,18 @@ tests/conftest.py:21: in engine
     async with db.connect() as conn:
 E   RuntimeError: Task got Future attached to a different loop
 =========================== short test summary info ============================
-ERROR tests/api/test_shipments.py::test_get_shipment_returns_events - RuntimeError: Task got Future attached to a different loop
+ERROR tests/api/test_shipments.py::test_get_shipment_returns_events - RuntimeError: Task got Future attached to a
 1 error in 0.41s
 """
     t = (
         Transcript("s1")
         .prompt("the api tests fail after the pytest-asyncio bump")
         .bash("pytest tests/api -q 2>&1 | tail -25", red)
-        .edit("pyproject.toml", 'asyncio_mode = "auto"', 'asyncio_mode = "auto"\nasyncio_default_fixture_loop_scope = "session"')
+        .edit(
+            "pyproject.toml",
+            'asyncio_mode = "auto"',
+            'asyncio_mode = "auto"\nasyncio_default_fixture_loop_scope = "session"',
+        )
         .bash("pytest tests/api -q 2>&1 | tail -3", "4 passed in 0.40s\n")
     )
     fixes = of_rule(capture(t), "failure_fix")
@@ -443,3 +457,22 @@ def test_the_same_error_in_two_files_is_one_learning() -> None:
     )
     fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and "handler.go" in fixes[0].content and "health.go" in fixes[0].content
+
+
+def test_a_resumed_sessions_episode_takes_its_task_from_the_compaction_summary_not_continue() -> None:
+    t = (
+        Transcript("s1")
+        .summary_line("tomlq: array indexing in queries")
+        .compact_summary("Summary:\n1. Primary Request and Intent: support array indices in queries (servers[0].host).")
+        .prompt("continue")
+        .edit(
+            "src/Tomlq/Eval.hs", "step (Key k) v = lookup k v", "step (Key k) v = lookup k v\nstep (Index i) v = at i v"
+        )
+        .bash("pytest -q", PYTEST_PASS)
+        .say("Array indices work; the eval tests pass.")
+    )
+    episodes = of_rule(capture(t), "episode")
+    assert len(episodes) == 1 and "array indices in queries" in episodes[0].title
+    titled = Transcript("s2").summary_line("tomlq: array indexing in queries").prompt("continue")
+    titled.edit("src/Tomlq/Eval.hs", "a", "b").bash("pytest -q", PYTEST_PASS).say("Done.")
+    assert "array indexing in queries" in of_rule(capture(titled), "episode")[0].title

@@ -96,6 +96,15 @@ class Transcript:
         self._entry("user", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]})
         return self
 
+    def summary_line(self, text: str) -> Transcript:
+        self.entries.append({"type": "summary", "summary": text, "leafUuid": f"leaf-{self._n}"})
+        return self
+
+    def compact_summary(self, text: str) -> Transcript:
+        body = f"This session is being continued from a previous conversation that ran out of context. {text}"
+        self._entry("user", {"role": "user", "content": body}, isCompactSummary=True, isVisibleInTranscriptOnly=True)
+        return self
+
     def meta(self, text: str) -> Transcript:
         self._entry("user", {"role": "user", "content": text}, isMeta=True)
         return self
