@@ -9,13 +9,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ctxbus.redact.engine import strip_private
+
 REMEMBER = re.compile(r"^\s*(?:please\s+)?remember\s*:\s*(?P<text>\S.*)", re.I | re.S)
 #: how a clause that states a standing rule begins (after "no,", "please", "and" ...): an instruction, not a story
 #: ("the cookie never gets set" is no rule; "never set cookies by hand" is)
 _OPENER = re.compile(
     r"^(?:(?:and|also|so|but|please|then|here|just|from now on|going forward|in (?:this|our) (?:repo|project|codebase|"
     r"team|code)|in our \w+|around here)[,:]?\s+)*"
-    r"(?:always|never|don'?t|do not|stop (?:using|doing|adding|calling|writing|putting|running|committing)|avoid|"
+    r"(?:always|never|(?:don'?t|do not)(?! (?:want|need|know|think|see|understand|care|mind|remember|like)\b)|"
+    r"stop (?:using|doing|adding|calling|writing|putting|running|committing)|avoid|every \w+(?: \w+){0,3} "
+    r"(?:is|are|must|should|goes|go|needs?|has to|have to)\b|"
     r"use (?!(?:the|that|this|these|those|it|a|an|my|your|one)\b)|prefer|only use|"
     r"we (?:always|never|use|don'?t|do not|prefer|only|keep|run|put|write|name|should|must|need to)|"
     r"(?:you|everyone|everything|all \w+) (?:should|must|need to|has to|have to)(?:n'?t| not)?|"
@@ -32,7 +36,7 @@ _ANYWHERE = re.compile(
 _PREFERENCE = re.compile(r"\b(?:instead of|rather than|over)\b|,\s*not\s+[\w@./:+-]+", re.I)
 _CLAUSE = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]+\s)\s*")
 #: a reply that opens by rejecting the previous turn
-_REJECT = re.compile(r"^\s*(?:no|nope|nah|wrong|stop|hold on|wait)\b[\s,.!:;-]+", re.I)
+_REJECT = re.compile(r"^\s*(?:actually[\s,]+)?(?:no|nope|nah|wrong|stop|hold on|wait)\b[\s,.!:;-]+", re.I)
 #: one-off redirections and small talk: not rules
 _ONE_OFF = re.compile(
     r"\b(?:never ?mind|no (?:thanks|worries|problem|need)|the other (?:one|file|function|test)|that one|this one|"
@@ -78,7 +82,8 @@ def remembered(prompt: str) -> str | None:
 #: "don't touch it", "stop doing that": an order about the thing at hand, not a rule for later
 _AT_HAND = re.compile(
     r"^\s*(?:please\s+)?(?:don'?t|do not|stop|never)\s+\w+(?:\s+\w+)?\s+(?:it|that|this|them|those|these)"
-    r"(?:\s+(?:yet|now|again|for now))?\s*[.!]*\s*$",
+    r"(?:\s+(?:yet|now|again|for now))?\s*[.!]*\s*$|"
+    r"^\s*(?:please\s+)?(?:don'?t|do not)\s+\w+\s+anything(?:\s+(?:yet|now|else))?\s*[.!]*\s*$",
     re.I,
 )
 
@@ -87,7 +92,7 @@ def _is_rule(sentence: str) -> bool:
     if sentence.rstrip().endswith("?") or _ONE_OFF.search(sentence) or _AT_HAND.match(sentence):
         return False
     clauses = [c for c in _CLAUSE.split(sentence) if c]
-    if any(_OPENER.match(c) for c in clauses) or _ANYWHERE.search(sentence):
+    if any(_OPENER.match(c) and not _AT_HAND.match(c) for c in clauses) or _ANYWHERE.search(sentence):
         return True
     return bool(_PREFERENCE.search(sentence)) and any(re.match(r"^(?:we |use |\w+ is )", c, re.I) for c in clauses)
 
@@ -96,7 +101,7 @@ def rule_in(prompt: str) -> Rule | None:
     """The standing rule a prompt after an assistant turn states, else None. The quote is the sentences that
     state it (the rejection that opens it included) and the sentence after each (its reason or the alternative),
     clipped."""
-    text = prompt.strip()
+    text = strip_private(prompt).strip()  # what the user marked private is never learned from
     if not text or remembered(text) is not None:
         return None
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]

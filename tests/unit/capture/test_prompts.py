@@ -82,3 +82,14 @@ def test_an_order_about_the_thing_at_hand_is_no_rule(prompt: str) -> None:
 
 def test_a_prohibition_naming_what_it_is_about_is_still_a_rule() -> None:
     assert rule_in("don't touch the generated client, regenerate it from the spec") is not None
+
+
+def test_a_rule_about_every_instance_of_something_is_a_rule() -> None:
+    rule = rule_in("no, never synchronize, not even locally. every schema change is a generated migration, reviewed.")
+    assert rule is not None and "every schema change is a generated migration" in rule.quote
+
+
+def test_wants_orders_at_hand_and_private_spans_are_no_rules() -> None:
+    assert rule_in("can you check .env.example is in sync? don't want another prod surprise") is None
+    assert rule_in("actually stop, don't write anything.") is None
+    assert rule_in("now the task: a tax line per row. <private>don't put her name anywhere</private>") is None
