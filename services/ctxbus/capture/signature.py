@@ -41,7 +41,7 @@ _RULE_IDS = re.compile(
 #: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
 #: last bullet of a finding (the Dart analyzer's ``• unused_import``)
 _MORE_RULE_IDS = re.compile(
-    r"\[([A-Z][A-Za-z]+\.[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
+    r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
     r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$",
     re.M,
 )
@@ -109,6 +109,8 @@ _GENERIC = frozenset(
 MAX_IDENTIFIERS = 6
 ERROR_LINES = 3
 HEADLINE_CHARS = 200
+#: a long error line keeps its tail too (:func:`_clip`)
+TAIL_CHARS = 80
 GIST_LINES = 3
 GIST_LINE_CHARS = 120
 
@@ -127,7 +129,9 @@ class Signature:
         if self.identifiers and other.identifiers:
             return bool(set(self.identifiers) & set(other.identifiers))
         # the numbers in a message change between runs (``Timed out 5000ms`` then ``15000ms``, a time, a line)
-        return bool(self.headline) and _NUMBERS.sub("N", self.headline) == _NUMBERS.sub("N", other.headline)
+        # and a long line's tail names this run's particulars (an address, a value): its head says which error
+        head, other_head = self.headline[:HEADLINE_CHARS], other.headline[:HEADLINE_CHARS]
+        return bool(head) and _NUMBERS.sub("N", head) == _NUMBERS.sub("N", other_head)
 
     @property
     def key(self) -> str:
@@ -189,10 +193,14 @@ def signature_of(output: str, detail: str = "") -> Signature:
     at: dict[str, int] = {}
     for pattern in (_HEADLINE, _LOCATED):
         for match in pattern.finditer(text):
-            line = " ".join(match.group(0).split())[:HEADLINE_CHARS]
+            if _FRAME.search(match.group(0)):
+                continue  # a frame the error passed through: where, not what
+            line = _clip(" ".join(match.group(0).split()))
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
-    ordered = sorted(at, key=lambda line: at[line])[:ERROR_LINES] or _plain_error_lines(text)
+    # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what
+    ordered = sorted(at, key=lambda line: (bool(_BANNER.search(line)), at[line]))[:ERROR_LINES]
+    ordered = ordered or list(_plain_error_lines(text))
     headline = ordered[0] if ordered else ""
     if not headline:
         headline = " ".join(detail.split())[:HEADLINE_CHARS]
@@ -202,6 +210,17 @@ def signature_of(output: str, detail: str = "") -> Signature:
         if "site-packages" not in path and "node_modules" not in path and path not in locations:
             locations.append(path)
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
+
+
+_BANNER = re.compile(r"_{4,}|={4,}|-{6,}")
+
+
+def _clip(line: str) -> str:
+    """A line of at most HEADLINE_CHARS, its head and its tail (a message's point is often at its end: ``Task ...
+    got Future ... attached to a different loop``)."""
+    if len(line) <= HEADLINE_CHARS + TAIL_CHARS:
+        return line
+    return f"{line[:HEADLINE_CHARS]} … {line[-TAIL_CHARS:]}"
 
 
 #: a line of a stack trace (it names a file the error passed through, not one it is in)

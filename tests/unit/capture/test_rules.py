@@ -418,14 +418,17 @@ def test_a_fix_that_replaces_a_line_shows_what_it_replaced() -> None:
 
 
 def test_a_fixs_text_holds_the_error_message_not_only_the_test_section_banner() -> None:
-    red = """==================================== ERRORS ====================================
+    task = "<Task pending name='Task-7' coro=<_wrap_asyncgen_fixture.<locals>.setup() running at plugin.py:280>>"
+    red = f"""==================================== ERRORS ====================================
 ______________ ERROR at setup of test_get_shipment_returns_events ______________
-tests/conftest.py:21: in engine
-    async with db.connect() as conn:
-E   RuntimeError: Task got Future attached to a different loop
+tests/conftest.py:38: in db_session
+    async with engine.begin() as conn:
+.venv/lib/python3.12/site-packages/sqlalchemy/ext/asyncio/engine.py:1063: in begin
+    async with self._trans_ctx():
+E   RuntimeError: Task {task} got Future <Future pending cb=[_on_waiter_completed()]> attached to a different loop
 =========================== short test summary info ============================
-ERROR tests/api/test_shipments.py::test_get_shipment_returns_events - RuntimeError: Task got Future attached to a
-1 error in 0.41s
+ERROR tests/api/test_shipments.py::test_get_shipment_returns_events - RuntimeError: Task <Task pending ...
+3 passed, 1 error in 2.41s
 """
     t = (
         Transcript("s1")
