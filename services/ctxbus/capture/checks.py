@@ -143,6 +143,10 @@ _CHECK_MODE = re.compile(
 )
 
 
+#: a step that rewrites and then checks in one invocation (``sbt scalafmt scalafmtCheckAll``, ``ruff check --fix``)
+_ALSO_CHECKS = re.compile(r"(?i)check")
+
+
 def rewrites_files(command: str) -> bool:
     """Whether a command line rewrites files in place (``ruff format``, ``eslint --fix``, ``sbt scalafmtAll``,
     ``dart run build_runner build``), rather than checking them (``--check``, ``--verify-no-changes``)."""
@@ -159,7 +163,7 @@ def only_rewrites(command: str) -> bool:
         for seg in _SPLIT.split(command or "")
         if _segment_key(seg) is not None or check_of_segment(seg) is not None or extra_check(seg) is not None
     ]
-    return bool(doing) and all(rewrites_files(seg) for seg in doing)
+    return bool(doing) and all(rewrites_files(seg) and not _ALSO_CHECKS.search(seg) for seg in doing)
 
 
 def program_of(command: str) -> str:

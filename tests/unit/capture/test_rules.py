@@ -479,3 +479,20 @@ def test_a_resumed_sessions_episode_takes_its_task_from_the_compaction_summary_n
     titled = Transcript("s2").summary_line("tomlq: array indexing in queries").prompt("continue")
     titled.edit("src/Tomlq/Eval.hs", "a", "b").bash("pytest -q", PYTEST_PASS).say("Done.")
     assert "array indexing in queries" in of_rule(capture(titled), "episode")[0].title
+
+
+def test_a_formatter_and_its_check_in_one_command_fix_and_verify() -> None:
+    red = (
+        "[warn] /home/ivo/parcel/modules/api/src/test/scala/parcel/api/RateRoutesSuite.scala isn't formatted properly!\n"
+        "[error] (api / Test / scalafmtCheck) 1 files must be formatted\n"
+    )
+    t = (
+        Transcript("s1")
+        .prompt("add the zone route and its suite")
+        .bash("sbt 'api/testOnly parcel.api.RateRoutesSuite' scalafmtCheckAll", red, code=1)
+        .bash("sbt api/Test/scalafmt scalafmtCheckAll", "[success] Total time: 9 s\n")
+        .say("Formatted; the check passes.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "scalafmtCheck" in fixes[0].content and "sbt api/Test/scalafmt" in fixes[0].content
+    assert "RateRoutesSuite.scala" in fixes[0].title
