@@ -72,11 +72,10 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
     files = [path for path, _ in fix.edits]
     ran = ", ".join(_code(bare_command(c)) for c in fix.rewrites)
     where = ", ".join(basename(f) for f in files[:3]) if files else f"by running {ran}"
+    # fixed by running a formatter or generator: the files the error named say where
     named = ", ".join(dict.fromkeys(basename(p) for p in sig.locations[:3]))
-    if files:
-        title = f"Fix for {sig.key} in {where}"
-    else:  # fixed by running a formatter or generator: the files the error named say where
-        title = f"Fix for {sig.key}{f' in {named}' if named else ''} {where}"
+    at = f" in {named}" if named else ""
+    title = f"Fix for {sig.key} in {where}" if files else f"Fix for {sig.key}{at} {where}"
     parts = [f"{_code(bare_command(fix.failed_command))} failed with {names}"]
     stated = [line for line in (sig.lines or (sig.headline,)) if line and line not in names]
     if stated:

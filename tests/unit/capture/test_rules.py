@@ -483,7 +483,7 @@ def test_a_resumed_sessions_episode_takes_its_task_from_the_compaction_summary_n
 
 def test_a_formatter_and_its_check_in_one_command_fix_and_verify() -> None:
     red = (
-        "[warn] /home/ivo/parcel/modules/api/src/test/scala/parcel/api/RateRoutesSuite.scala isn't formatted properly!\n"
+        "[warn] /home/ivo/parcel/api/src/test/scala/parcel/api/RateRoutesSuite.scala isn't formatted properly!\n"
         "[error] (api / Test / scalafmtCheck) 1 files must be formatted\n"
     )
     t = (
