@@ -174,7 +174,8 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
     merged: list[tuple[list[str], list[str]]] = []  # (paths, lines): the same error in two files is one lesson
     for path, lines in groups.items():
         sig = signature_of("\n".join(lines))
-        twin = next((m for m in merged if signature_of("\n".join(m[1])).same_error(sig)), None)
+        stated = bool(sig.identifiers or sig.headline)  # else its lines only point there (the rule came before)
+        twin = next((m for m in merged if not stated or signature_of("\n".join(m[1])).same_error(sig)), None)
         if twin is None:
             merged.append(([path], list(lines)))
         else:

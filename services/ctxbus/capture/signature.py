@@ -256,6 +256,10 @@ _FAILURE_WORDS = re.compile(
     re.I,
 )
 #: summary lines that count failures rather than state one
+#: a count of nothing (``failed=0``, ``0 errors``): no failure stated
+_ZERO = re.compile(
+    r"(?i)\b(?:failed|errors?|failures?|unreachable|warnings?)\s*[=:]\s*0\b|\b0 (?:failed|errors?|failures?)\b"
+)
 _TALLY = re.compile(r"^\W*(?:\d+ (?:errors?|failures?|warnings?|failed)\b|exit code \d+|error: exit code)", re.I)
 
 
@@ -264,7 +268,7 @@ def _plain_error_lines(text: str) -> tuple[str, ...]:
     found: list[str] = []
     for raw in text.splitlines():
         line = " ".join(raw.split())[:HEADLINE_CHARS]
-        if len(line) < 8 or line in found or _TALLY.match(line) or not _FAILURE_WORDS.search(line):
+        if len(line) < 8 or line in found or _TALLY.match(line) or not _FAILURE_WORDS.search(_ZERO.sub("", line)):
             continue
         found.append(line)
         if len(found) == ERROR_LINES:

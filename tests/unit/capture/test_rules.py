@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from ctxbus.capture.engine import capture_transcript
 from ctxbus.capture.items import SessionFacts
+from ctxbus.capture.signature import signature_of
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 
 from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript
@@ -496,3 +497,29 @@ def test_a_formatter_and_its_check_in_one_command_fix_and_verify() -> None:
     fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and "scalafmtCheck" in fixes[0].content and "sbt api/Test/scalafmt" in fixes[0].content
     assert "RateRoutesSuite.scala" in fixes[0].title
+
+
+def test_findings_that_only_point_at_a_file_are_no_error_of_their_own() -> None:
+    red = (
+        "WARNING  Listing 2 violation(s) that are fatal\n"
+        "fqcn[action-core]: Use FQCN for builtin module actions (get_url).\n"
+        "roles/ne/tasks/main.yml:8 Use `ansible.builtin.get_url` or `ansible.legacy.get_url` instead.\n\n"
+        "yaml[truthy]: Truthy value should be one of [false, true]\n"
+        "roles/ne/handlers/main.yml:5\n\n"
+        "Failed: 2 failure(s), 0 warning(s) on 9 files.\n"
+    )
+    t = (
+        Transcript("s1")
+        .prompt("the role fails ansible-lint")
+        .bash("ansible-lint roles/ne", red, code=2)
+        .edit("roles/ne/tasks/main.yml", "  get_url:", "  ansible.builtin.get_url:")
+        .edit("roles/ne/handlers/main.yml", "daemon_reload: yes", "daemon_reload: true")
+        .bash("ansible-lint roles/ne", "Passed: 0 failure(s), 0 warning(s) on 9 files.\n")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "fqcn[action-core]" in fixes[0].content
+
+
+def test_a_count_of_nothing_states_no_error() -> None:
+    out = "instance : ok=9 changed=6 unreachable=0 failed=0 skipped=0\nCRITICAL Idempotence test failed because of:\n"
+    assert signature_of(out).headline.startswith("CRITICAL Idempotence test failed")
