@@ -255,11 +255,11 @@ _FAILURE_WORDS = re.compile(
     r"no such|invalid|denied|mismatch|unexpected|missing|warning|violations?|refused|rejected|aborted|panic)\b",
     re.I,
 )
-#: summary lines that count failures rather than state one
 #: a count of nothing (``failed=0``, ``0 errors``): no failure stated
 _ZERO = re.compile(
     r"(?i)\b(?:failed|errors?|failures?|unreachable|warnings?)\s*[=:]\s*0\b|\b0 (?:failed|errors?|failures?)\b"
 )
+#: summary lines that count failures rather than state one
 _TALLY = re.compile(r"^\W*(?:\d+ (?:errors?|failures?|warnings?|failed)\b|exit code \d+|error: exit code)", re.I)
 
 
