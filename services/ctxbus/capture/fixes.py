@@ -127,6 +127,8 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                 open_errors.remove(error)
                 if _fixed(error, step.run.command):
                     lessons.extend(_lessons(error, step.run.command, step.span, cwd, task))
+            # ``pint --test && pest``: a segment no list knows verifies what its own earlier runs opened
+            lessons.extend(_repeated(ShellStep(step.run.command, step.span), open_errors, cwd, task, same_only=True))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
     return lessons
@@ -174,7 +176,9 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
     merged: list[tuple[list[str], list[str]]] = []  # (paths, lines): the same error in two files is one lesson
     for path, lines in groups.items():
         sig = signature_of("\n".join(lines))
-        stated = bool(sig.identifiers or sig.headline)  # else its lines only point there (the rule came before)
+        # an error of its own names its code or rule; lines that name none only point there (the rule was on the
+        # line before) or are style notes (``Warning: Eta reduce``): they go with the first part
+        stated = bool(sig.identifiers)
         twin = next((m for m in merged if not stated or signature_of("\n".join(m[1])).same_error(sig)), None)
         if twin is None:
             merged.append(([path], list(lines)))
@@ -210,9 +214,12 @@ def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
     return not any(basename(edit.path) in said for edit in error.edits)
 
 
-def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: str) -> list[Lesson]:
+def _repeated(
+    step: ShellStep, open_errors: list[_Open], cwd: str | None, task: str, *, same_only: bool = False
+) -> list[Lesson]:
     """A command no check list knows, as a check by its repetition: failing, it opens an error keyed by its
-    program and subcommand; passing after edits, it fixes the errors its own earlier runs opened."""
+    program and subcommand; passing after edits, it fixes the errors its own earlier runs opened (``same_only``: a
+    line that also runs a known check verifies only the very commands it repeats, not others of their program)."""
     families = tuple(f"{REPEATED}:{key}" for key in repeated_keys(step.command))
     if not families or (not step.failed and only_rewrites(step.command)):
         return []  # looks at nothing, or only changed files: no verdict on an error
@@ -231,7 +238,7 @@ def _repeated(step: ShellStep, open_errors: list[_Open], cwd: str | None, task: 
         return []
     repeated = [e for e in open_errors if e.kind == REPEATED]
     closing = [e for e in repeated if set(families) & set(e.families)]
-    if not closing:  # ``sbt "testOnly X"`` failed, ``sbt test`` passed: the same tool, run wider or narrower
+    if not closing and not same_only:  # ``sbt "testOnly X"`` failed, ``sbt test`` passed: the same tool, wider
         programs = {_program(f) for f in families} - RUNNERS
         closing = [e for e in repeated if programs & {_program(f) for f in e.families}]
     lessons = []

@@ -39,10 +39,12 @@ _RULE_IDS = re.compile(
 )
 #: rule ids in the shapes many linters share: a bracketed dotted or snake_case id (scalafix's ``[DisableSyntax.var]``,
 #: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
-#: last bullet of a finding (the Dart analyzer's ``• unused_import``)
+#: last bullet of a finding (the Dart analyzer's ``• unused_import``), ids after a finding's file (pint's
+#: ``⨯ app/Foo.php   no_unused_imports``)
 _MORE_RULE_IDS = re.compile(
     r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
-    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$",
+    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
+    r"\.[A-Za-z]{1,5}\s{2,}([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:,\s*[a-z_]+)*\s*$",
     re.M,
 )
 #: failures that name what failed: dbt's ``Failure in test unique_orders_id`` / ``Compilation Error in model x``,
@@ -92,7 +94,7 @@ _FAILED_TESTS = (
 _HEADLINE = re.compile(
     r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[\] ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
     r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+|e: .+|"
-    r"\s*Failure/Error: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
+    r"\s*Failure/Error: .+|\s*thrown: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
     r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\))$",
     re.M,
 )

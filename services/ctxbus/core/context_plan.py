@@ -10,7 +10,10 @@
    and patterns and cost recall@10). The task type's prefetch still decides which candidates compete in step 2;
 4. seed 004's head and tail come first in assembly order (:func:`ctxbus.core.policy.preserve_order`), and the task
    type's example count applies (:func:`ctxbus.core.task_profiles.limit_examples`); a profile that puts its wanted
-   kinds first (a session's start: the project's rules) places them before everything else, in that order.
+   kinds first (a session's start: the project's rules) places them before everything else, in that order;
+5. past attempts (a captured session's episode, an imported attempt) take at most one of the first three places
+   (:func:`spread_attempts`): a session's summary is broad, so it resembles any prompt of its project, and two of
+   them at the head push out the specific fix or rule the prompt is about; they follow right after instead.
 """
 
 from __future__ import annotations
@@ -23,6 +26,30 @@ from ctxbus.core.collapse import collapse_near_copies
 from ctxbus.core.policy import RetrievalPlan, apply_plan, preserve_order
 from ctxbus.core.ranking import RankedHit
 from ctxbus.core.task_profiles import TaskTypeProfile, apply_task_profile, limit_examples
+from ctxbus.memory.model import MemoryKind
+
+#: the first places of a context, and how many of them past attempts may take
+HEAD_PLACES = 3
+ATTEMPTS_AT_HEAD = 1
+
+
+def spread_attempts(
+    hits: Sequence[RankedHit], head: int = HEAD_PLACES, most: int = ATTEMPTS_AT_HEAD
+) -> list[RankedHit]:
+    """The hits in the same order, except that past attempts beyond the first ``most`` of the first ``head`` places
+    move to just after those places (none is dropped)."""
+    out: list[RankedHit] = []
+    held: list[RankedHit] = []
+    for hit in hits:
+        is_attempt = hit.item.kind is MemoryKind.ATTEMPT
+        if len(out) < head and is_attempt and sum(h.item.kind is MemoryKind.ATTEMPT for h in out) >= most:
+            held.append(hit)
+            continue
+        out.append(hit)
+        if len(out) == head:
+            out.extend(held)
+            held = []
+    return out + held
 
 
 def plan_context(
@@ -43,4 +70,4 @@ def plan_context(
     assembly = preserve_order(ordered, plan.preserve_head, plan.preserve_tail)
     if task_profile.wanted_first:  # the wanted kinds are placed (and kept under the budget) before the rest
         assembly.sort(key=lambda hit: not task_profile.wants(hit.item))
-    return limit_examples(assembly, task_profile)
+    return limit_examples(spread_attempts(assembly), task_profile)

@@ -523,3 +523,33 @@ def test_findings_that_only_point_at_a_file_are_no_error_of_their_own() -> None:
 def test_a_count_of_nothing_states_no_error() -> None:
     out = "instance : ok=9 changed=6 unreachable=0 failed=0 skipped=0\nCRITICAL Idempotence test failed because of:\n"
     assert signature_of(out).headline.startswith("CRITICAL Idempotence test failed")
+
+
+def test_a_command_no_list_knows_is_verified_by_a_later_line_that_runs_a_known_check_too() -> None:
+    red = "\n  FAIL ........................................ 144 files, 1 style issue\n  ⨯ app/View/Components/SlotPicker.php   no_unused_imports\n"
+    t = (
+        Transcript("s1")
+        .prompt("extract the slot picker component")
+        .bash("./vendor/bin/pint --test", red, code=1)
+        .edit("app/View/Components/SlotPicker.php", "use Illuminate\\Support\\Str;\nuse X;", "use X;")
+        .bash(
+            "./vendor/bin/pint --test && ./vendor/bin/pest --parallel", "  PASS  ... 144 files\n\n  Tests:  52 passed"
+        )
+        .say("Done.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "no_unused_imports" in fixes[0].title and "SlotPicker.php" in fixes[0].title
+
+
+def test_findings_that_name_no_rule_in_two_files_are_one_learning() -> None:
+    red = "src/Tomlq/Render.hs:33:17-42: Warning: Use concatMap\nsrc/Tomlq/Eval.hs:58:1-38: Warning: Eta reduce\n"
+    t = (
+        Transcript("s1")
+        .prompt("make hlint happy")
+        .bash("hlint src", red, code=1)
+        .edit("src/Tomlq/Render.hs", "concat (map f xs)", "concatMap f xs")
+        .edit("src/Tomlq/Eval.hs", "step x = go x", "step = go")
+        .bash("hlint src", "No hints\n")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and "Render.hs" in fixes[0].content and "Eval.hs" in fixes[0].content

@@ -91,3 +91,21 @@ def test_a_session_start_places_the_projects_rules_before_past_sessions_that_sco
     hits = plan_context(ranked, plan, SESSION_START_PROFILE, now=NOW, half_life_days=90.0)
     assert [h.item.id for h in hits][:2] == ["rule", "never"]  # in assembly order, the rules first
     assert {h.item.id for h in hits} == {c.item.id for c in candidates}  # nothing left out for it
+
+
+def test_past_attempts_take_at_most_one_of_the_first_three_places() -> None:
+    candidates = [
+        SearchHit(item("session-a", "attempt"), 0.90),
+        SearchHit(item("session-b", "attempt"), 0.88),
+        SearchHit(item("session-c", "attempt"), 0.86),
+        SearchHit(item("the-fix", "learning"), 0.70),
+        SearchHit(item("the-rule", "principle"), 0.60),
+    ]
+    profile = TASK_TYPE_PROFILES[TaskType.GENERAL]
+    plan = plan_retrieval(IMPLEMENTER, TaskType.GENERAL, "add a thing", max_items=5, task_profile=profile)
+    hits = plan_context(rank(candidates, domain=None, now=NOW, max_items=5), plan, profile, now=NOW, half_life_days=90)
+    order = [h.item.id for h in hits]
+    assert sorted(order) == sorted(c.item.id for c in candidates)  # every item stays, only the order changes
+    assert [i for i in order[:3] if i.startswith("session")] == ["session-a"] and {"the-fix", "the-rule"} <= set(
+        order[:3]
+    )
