@@ -526,7 +526,7 @@ def test_a_count_of_nothing_states_no_error() -> None:
 
 
 def test_a_command_no_list_knows_is_verified_by_a_later_line_that_runs_a_known_check_too() -> None:
-    red = "\n  FAIL ........................................ 144 files, 1 style issue\n  ⨯ app/View/Components/SlotPicker.php   no_unused_imports\n"
+    red = "\n  FAIL ......... 144 files, 1 style issue\n  ⨯ app/View/Components/SlotPicker.php   no_unused_imports\n"
     t = (
         Transcript("s1")
         .prompt("extract the slot picker component")
