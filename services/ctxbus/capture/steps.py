@@ -121,6 +121,10 @@ class ShellStep:
     output: str = ""
 
 
+#: what Claude Code answers for a tool call the user turned down
+_REJECTED = "doesn't want to proceed with this tool use"
+
+
 @dataclass(frozen=True, slots=True)
 class ResumeStep:
     """A session resumed from an earlier one: what the compaction summary (or the ``summary`` line) says the work
@@ -305,6 +309,8 @@ class TranscriptSteps:
             return None
         output, interrupted = _result_output(block, entry)
         result_text = _text(block.get("content"))
+        if is_error and _REJECTED in result_text[:400]:
+            return None  # the user turned the call down: it never ran, so it neither failed nor passed
         text = f"{result_text}\n{output}" if is_error else output
         step = run_step(
             str(block["tool_use_id"]),

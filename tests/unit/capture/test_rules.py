@@ -553,3 +553,23 @@ def test_findings_that_name_no_rule_in_two_files_are_one_learning() -> None:
     )
     fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and "Render.hs" in fixes[0].content and "Eval.hs" in fixes[0].content
+
+
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+    "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to "
+    "proceed."
+)
+
+
+def test_a_command_the_user_rejected_is_no_failure() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("deploy the contracts to the testnet")
+        .bash("forge script script/Deploy.s.sol --broadcast", REJECTED, code=1)
+        .prompt("no, dry run only. always simulate first")
+        .edit("script/Deploy.s.sol", "uint256 fee = 5;", "uint256 fee = 50;")
+        .bash("forge script script/Deploy.s.sol", "Script ran successfully.\n")
+        .say("Simulated.")
+    )
+    assert "failure_fix" not in rules(capture(t))
