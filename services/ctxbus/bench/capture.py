@@ -1,7 +1,7 @@
 """``ctxbus bench capture``: session capture judged on the labelled corpus (issue 23).
 
-For each part under ``bench/data/capture/<part>/`` (``fit``: rules may be tuned on it; ``heldout``, ``heldout2``,
-``heldout3``: judged only): every session's transcript goes through the capture engine as the gateway runs it (the same
+For each part under ``bench/data/capture/<part>/`` (``fit``: rules may be tuned on it; ``heldout`` to ``heldout4``:
+written blind, each judged before it was looked at; see each part's README for which were looked at since): every session's transcript goes through the capture engine as the gateway runs it (the same
 redaction call site, :mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
 (:mod:`ctxbus.bench.capture_score`): capture precision, lesson recall, planted secrets found in stored items, and
 capture CPU per MB of transcript. Then each project's captured items are stored through the real ingestion in a
@@ -30,9 +30,9 @@ from ctxbus.capture.redaction import capture_redactor
 from ctxbus.memory.model import MemoryItem
 
 DEFAULT_DIR = Path(__file__).parent / "data" / "capture"
-PARTS = ("fit", "heldout", "heldout2", "heldout3")
+PARTS = ("fit", "heldout", "heldout2", "heldout3", "heldout4")
 #: the parts judged against the done-when targets (no rule tuned on them)
-JUDGED = ("heldout", "heldout2", "heldout3")
+JUDGED = ("heldout", "heldout2", "heldout3", "heldout4")
 TOP = 3
 #: done-when targets on the held-out part (issue 23)
 TARGETS = {"precision": 0.8, "recall": 0.7, "top3": 0.7, "secrets": 0}
