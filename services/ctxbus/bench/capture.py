@@ -1,8 +1,9 @@
 """``ctxbus bench capture``: session capture judged on the labelled corpus (issue 23).
 
 For each part under ``bench/data/capture/<part>/`` (``fit``: rules may be tuned on it; ``heldout`` to ``heldout4``:
-written blind, each judged before it was looked at; see each part's README for which were looked at since): every session's transcript goes through the capture engine as the gateway runs it (the same
-redaction call site, :mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
+written blind, each judged before it was looked at; each part's README says whether it was looked at since): every
+session's transcript goes through the capture engine as the gateway runs it (the same redaction call site,
+:mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
 (:mod:`ctxbus.bench.capture_score`): capture precision, lesson recall, planted secrets found in stored items, and
 capture CPU per MB of transcript. Then each project's captured items are stored through the real ingestion in a
 fresh embedded store, and every ``later_tasks.jsonl`` prompt is answered by the real retriever: how often the

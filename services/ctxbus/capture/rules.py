@@ -10,14 +10,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ctxbus.capture.checks import check_key
+from ctxbus.capture.checks import check_key, repeated_keys
 from ctxbus.capture.fixes import MAX_FILES, failure_fixes
 from ctxbus.capture.lessons import Episode, Lesson, RuleName, Said
 from ctxbus.capture.prompts import bare_go_on, remembered, rule_in
-from ctxbus.capture.signature import bare_command, basename, relative
+from ctxbus.capture.signature import bare_command, basename, relative, signature_of
 from ctxbus.capture.steps import (
     AnswerStep,
     EditStep,
@@ -32,7 +33,7 @@ from ctxbus.capture.steps import (
 from ctxbus.contract.payloads import Outcome
 from ctxbus.core.check_commands import Check
 from ctxbus.core.feedback_text import read_assistant_report, read_feedback
-from ctxbus.core.outcome_rules import AssistantReport, Evidence, Feedback, Verdict, decide
+from ctxbus.core.outcome_rules import AssistantReport, CheckRun, Evidence, Feedback, Verdict, decide
 
 #: how much of a prompt an episode's task quotes
 TASK_CHARS = 300
@@ -53,12 +54,52 @@ _ABANDON = (
 )
 
 
+#: the kind of a check by repetition, as evidence (neither a test nor a build to the outcome rules)
+REPEATED_KIND = "check"
+
+
+def _command(step: ShellStep | RunStep) -> str:
+    return step.command if isinstance(step, ShellStep) else step.run.command
+
+
+def _repeated_runs(
+    step: ShellStep | RunStep, index: int, failed_keys: set[str], rerun: frozenset[str]
+) -> list[CheckRun]:
+    """Evidence from commands no check list knows, as checks by their repetition (run more than once in the
+    session: a command that failed once and never ran again was a look around): a failure that states an error
+    (its keys are remembered), and a later pass of a key that failed before (an install that passes proves
+    nothing; ``deno task ci`` passing after it failed does)."""
+    keys = [k for k in repeated_keys(_command(step)) if k in rerun]
+    command = _command(step)
+    if isinstance(step, ShellStep) and step.failed:
+        sig = signature_of(step.output)
+        if not (sig.identifiers or sig.headline):
+            return []
+        failed_keys.update(keys)
+        verdict, detail = Verdict.FAILED, sig.headline
+    elif isinstance(step, RunStep) and step.run.verdict is not Verdict.PASSED:
+        return []
+    else:
+        keys = [k for k in keys if k in failed_keys]
+        verdict, detail = Verdict.PASSED, "passed after it failed"
+    return [
+        CheckRun(f"shell:{index}:{key}", Check(f"repeated:{key}", REPEATED_KIND), command, verdict, "repeated", detail)
+        for key in keys
+    ]
+
+
 def _evidence(steps: Sequence[Step]) -> list[Evidence]:
     found: list[Evidence] = []
     answered = False
     final: tuple[int, str] | None = None
+    failed_keys: set[str] = set()
+    runs = Counter(k for s in steps if isinstance(s, ShellStep | RunStep) for k in repeated_keys(_command(s)))
+    rerun = frozenset(k for k, n in runs.items() if n > 1)
     for index, step in enumerate(steps):
+        if isinstance(step, ShellStep):
+            found.extend(_repeated_runs(step, index, failed_keys, rerun))
         if isinstance(step, RunStep):
+            found.extend(_repeated_runs(step, index, failed_keys, rerun))
             found.append(step.run)
             if step.run.verdict is Verdict.PASSED:  # ``ruff check && mypy`` passing passed both checks
                 main = check_key(step.run.check)
@@ -114,7 +155,9 @@ def _summary(answer: str) -> str:
 def _worked_after_last_prompt(steps: Sequence[Step]) -> bool:
     """With no verdict, the work must answer the last prompt: files changed after it and an answer given (a
     session that ends on a complaint nobody acted on is not done)."""
-    last = max((i for i, s in enumerate(steps) if isinstance(s, PromptStep)), default=-1)
+    # a ``remember:`` after the work is no new request
+    asked = (i for i, s in enumerate(steps) if isinstance(s, PromptStep) and remembered(s.text) is None)
+    last = max(asked, default=-1)
     after = steps[last + 1 :]
     return any(isinstance(s, EditStep) for s in after) and any(isinstance(s, AnswerStep) for s in after)
 

@@ -573,3 +573,29 @@ def test_a_command_the_user_rejected_is_no_failure() -> None:
         .say("Simulated.")
     )
     assert "failure_fix" not in rules(capture(t))
+
+
+def test_a_command_no_list_knows_that_failed_and_then_passed_makes_the_session_successful() -> None:
+    red = "Check file:///home/rui/csvkit/cli.ts\nerror: TS2345 [ERROR]: Argument of type 'string | undefined'\n"
+    t = (
+        Transcript("s1")
+        .prompt("`deno task ci` fails at the type check since I merged the --input flag. fix please")
+        .bash("deno task ci", red, code=1)
+        .edit("cli.ts", "const input = args.input;", "const input = args.input ?? usage();")
+        .bash("deno task ci", "ok | 9 passed | 0 failed (120ms)\n")
+        .prompt("remember: the release job runs deno publish --dry-run first")
+    )
+    episodes = of_rule(capture(t), "episode")
+    assert len(episodes) == 1 and "deno task ci" in episodes[0].title
+
+
+def test_a_command_that_failed_once_and_never_ran_again_does_not_fail_the_session() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("add the zone route")
+        .bash("sbt 'core/Test/runMain parcel.core.Debug'", "[error] java.lang.RuntimeException: No main class", code=1)
+        .edit("RateRoutes.scala", "routes = a", "routes = a <+> zone")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("The zone route is in and the tests pass.")
+    )
+    assert len(of_rule(capture(t), "episode")) == 1
