@@ -175,6 +175,16 @@ def program_of(command: str) -> str:
     return ""
 
 
+def programs_of(command: str) -> set[str]:
+    """Every program a command line runs (wrappers and ``VAR=value`` left out), by its basename."""
+    found = set()
+    for segment in _SPLIT.split(command or ""):
+        words = _words(segment)
+        if words and words[0] not in {"cd", "pushd"}:
+            found.add(words[0].rsplit("/", 1)[-1])
+    return found
+
+
 def repeated_key(command: str) -> str | None:
     """What identifies a command no check list knows, as a check by repetition: its program (basename) and up to
     two subcommand words (``xcodebuild test``, ``php artisan test``); None for commands that only look, move files,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ctxbus.capture.checks import RUNNERS, only_rewrites, program_of, repeated_keys, rewrites_files
+from ctxbus.capture.checks import RUNNERS, only_rewrites, program_of, programs_of, repeated_keys, rewrites_files
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
 from ctxbus.capture.signature import Signature, basename, findings_by_file, gist, quotable, relative, signature_of
@@ -207,7 +207,7 @@ def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: s
 def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
     """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
     error named none of the files edited meanwhile: the command changed, not the code."""
-    if program_of(error.command) == program_of(command):
+    if program_of(error.command) in programs_of(command):  # ``make check`` failed; ``x && make check`` passed
         return False
     sig = error.signature
     said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))

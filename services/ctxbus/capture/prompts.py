@@ -29,12 +29,14 @@ _OPENER = re.compile(
 #: a standing rule anywhere in a clause: "migrations must never be edited", "X is not allowed", "from now on"
 _ANYWHERE = re.compile(
     r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|"
-    r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward)\b",
+    r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward|we \w+\b[^.]{0,80}\beverywhere)\b",
     re.I,
 )
 #: "X, not Y" / "instead of Y": a preference stated anywhere in the clause
 _PREFERENCE = re.compile(r"\b(?:instead of|rather than|over)\b|,\s*not\s+[\w@./:+-]+", re.I)
-_CLAUSE = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]+\s)\s*")
+_CLAUSE = re.compile(
+    r"\s*(?:[,;:]|\s[-\u2013\u2014]+\s)\s*|\s+(?:and|so|but)\s+(?=(?:we|you|always|never|don'?t|do not)\b)", re.I
+)
 #: a reply that opens by rejecting the previous turn
 _REJECT = re.compile(r"^\s*(?:actually[\s,]+)?(?:no|nope|nah|wrong|stop|hold on|wait)\b[\s,.!:;-]+", re.I)
 #: one-off redirections and small talk: not rules
@@ -49,6 +51,8 @@ _NEGATIVE = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 QUOTE_CHARS = 400
+#: a rejection sentence this short that opens a prompt says what the rule after it is about
+OPENING_CHARS = 80
 
 
 #: a prompt that only says to go on (after a pause, a compaction, a question): no task of its own
@@ -115,6 +119,8 @@ def rule_in(prompt: str) -> Rule | None:
     # a rule's next sentence says why, or what to do instead ("... we pin it to a fixed date"): the user's words
     # in full are what a later reader needs, not the imperative alone
     kept = sorted({j for i in chosen for j in (i, i + 1) if j < len(sentences) and not sentences[j].endswith("?")})
+    if kept[0] == 1 and _REJECT.match(sentences[0]) and len(sentences[0]) <= OPENING_CHARS:
+        kept.insert(0, 0)  # "no floats in lib/ please." opens the rule that follows: what was wrong
     negative = bool(_NEGATIVE.search(" ".join(sentences[i] for i in chosen)))
     quote = " ".join(" ".join(sentences[i] for i in kept).split())[:QUOTE_CHARS]
     return Rule(quote, negative=negative)

@@ -107,6 +107,7 @@ _GENERIC = frozenset(
     {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit"}
     # log levels and verdict words that tools print in brackets (Maven's ``[INFO]``, ``[ERROR]``)
     | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
+    | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}
 )
 MAX_IDENTIFIERS = 6
 ERROR_LINES = 3
@@ -195,8 +196,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
     at: dict[str, int] = {}
     for pattern in (_HEADLINE, _LOCATED):
         for match in pattern.finditer(text):
-            if _FRAME.search(match.group(0)):
-                continue  # a frame the error passed through: where, not what
+            if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)):
+                continue  # a frame the error passed through (where, not what), or a test that passed
             line = _clip(" ".join(match.group(0).split()))
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
@@ -214,6 +215,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
 
 
+#: a located line that reports a pass (Unity's ``test_x.c:14: test_dry [PASSED]``)
+_PASSED_LINE = re.compile(r"[\[(:]\s*(?:PASSED|PASS|OK|ok|SKIPPED|IGNORED)\s*[\])]?\s*$")
 _BANNER = re.compile(r"_{4,}|={4,}|-{6,}")
 
 

@@ -94,3 +94,17 @@ def test_wants_orders_at_hand_and_private_spans_are_no_rules() -> None:
     assert rule_in("can you check .env.example is in sync? don't want another prod surprise") is None
     assert rule_in("actually stop, don't write anything.") is None
     assert rule_in("now the task: a tax line per row. <private>don't put her name anywhere</private>") is None
+
+
+def test_a_rule_after_and_we_and_the_rejection_that_opens_it() -> None:
+    said = (
+        "no floats in lib/ please. this code runs from the timer callback and we keep lib/ integer-only (fixed point)."
+    )
+    rule = rule_in(said)
+    assert rule is not None and "no floats in lib/" in rule.quote and "integer-only" in rule.quote
+
+
+def test_what_we_do_everywhere_is_a_rule() -> None:
+    said = "wait, actually no ^ — we pin the exact compiler version everywhere, it has to match foundry.toml (0.8.24)."
+    rule = rule_in(said)
+    assert rule is not None and "0.8.24" in rule.quote

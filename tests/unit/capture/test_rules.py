@@ -599,3 +599,25 @@ def test_a_command_that_failed_once_and_never_ran_again_does_not_fail_the_sessio
         .say("The zone route is in and the tests pass.")
     )
     assert len(of_rule(capture(t), "episode")) == 1
+
+
+def test_a_pass_by_a_line_whose_later_segment_reruns_the_failed_check_is_a_fix() -> None:
+    red = "* checking Rd \\usage sections ... WARNING\nUndocumented arguments in documentation object 'svy_mean'\n"
+    red += "Status: 1 WARNING\nError: R CMD check found WARNINGs\nmake: *** [check] Error 1\n"
+    t = (
+        Transcript("s1")
+        .prompt("make check must be clean before we tag")
+        .bash("make check", red, code=2)
+        .edit("R/mean.R", "#' @param x values", "#' @param x values\n#' @param na.rm drop missing values")
+        .bash("Rscript -e 'devtools::document()' && make check", "Status: OK\n")
+    )
+    assert len(of_rule(capture(t), "failure_fix")) == 1
+
+
+def test_a_located_line_that_says_passed_is_no_error() -> None:
+    out = (
+        "test/test_calib/test_main.c:14: test_dry_reading_maps_to_zero [PASSED]\n"
+        "test/test_calib/test_main.c:20: test_wet_reading_maps_to_100: Expected 100 Was 99 [FAILED]\n"
+    )
+    sig = signature_of(out)
+    assert "PASSED" not in sig.identifiers and "Expected 100 Was 99" in sig.headline
