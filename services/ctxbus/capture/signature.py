@@ -236,21 +236,34 @@ _LOCATED_PATH = re.compile(_PATH.pattern.replace("(?::\\d+)?", "(?=:\\d+|\\(\\d+
 
 def findings_by_file(output: str) -> dict[str, list[str]]:
     """The finding lines of a check's output grouped by the file each names with a line number
-    (``src/a.ts(31,4): error TS2304 ...``, ``warning • ... • lib/b.dart:1:8 • unused_import``); stack frames are no
-    findings. A path as written; the lines in order, each once."""
+    (``src/a.ts(31,4): error TS2304 ...``, ``warning • ... • lib/b.dart:1:8 • unused_import``). A stack frame is no
+    finding, except that the first frame after an error that named no file says where it is (Deno's and Node's
+    ``error: TS2345 ...`` then ``at file:///app/cli.ts:31:30``). A path as written; the lines in order, each once."""
     found: dict[str, list[str]] = {}
-    for raw in clean(output).splitlines():
-        if len(raw) > 1_000 or _FRAME.search(raw):
+
+    def add(path: str, line: str) -> None:
+        lines = found.setdefault(path, [])
+        if line not in lines:
+            lines.append(line)
+
+    pending = ""
+    for raw in clean(output).replace("file://", "").splitlines():
+        if len(raw) > 1_000:
             continue
         line = " ".join(raw.split())[:HEADLINE_CHARS]
-        for match in _LOCATED_PATH.finditer(raw):
-            path = match.group(1)
-            if "site-packages" in path or "node_modules" in path:
-                continue
-            lines = found.setdefault(path, [])
-            if line not in lines:
-                lines.append(line)
-            break
+        match = next(
+            (m for m in _LOCATED_PATH.finditer(raw) if "site-packages" not in m[1] and "node_modules" not in m[1]),
+            None,
+        )
+        if _FRAME.search(raw):
+            if pending and match is not None:
+                add(match.group(1), pending)
+            pending = ""
+        elif match is not None:
+            add(match.group(1), line)
+            pending = ""
+        elif not pending and _STATES_ERROR.search(raw):
+            pending = line
     return found
 
 

@@ -621,3 +621,28 @@ def test_a_located_line_that_says_passed_is_no_error() -> None:
     )
     sig = signature_of(out)
     assert "PASSED" not in sig.identifiers and "Expected 100 Was 99" in sig.headline
+
+
+def test_errors_located_by_the_frame_after_them_split_by_file() -> None:
+    red = (
+        "Check file:///home/rui/csvkit/cli.ts\n"
+        "error: TS2345 [ERROR]: Argument of type 'string | undefined' is not assignable to type 'string'.\n"
+        "  const rows = await readCsv(args.input);\n"
+        "    at file:///home/rui/csvkit/cli.ts:31:30\n\n"
+        "TS2322 [ERROR]: Type 'number | undefined' is not assignable to type 'number'.\n"
+        "    at file:///home/rui/csvkit/src/select.ts:22:5\n\nFound 2 errors.\n"
+    )
+    t = (
+        Transcript("s1", cwd="/home/rui/csvkit")
+        .prompt("the type check fails since the --input merge")
+        .bash("deno check mod.ts cli.ts", red, code=1)
+        .edit("cli.ts", "readCsv(args.input)", "readCsv(args.input ?? usage())")
+        .edit(
+            "src/select.ts",
+            "return idx;",
+            "if (idx === undefined) throw new RangeError('unknown column');\n  return idx;",
+        )
+        .bash("deno check mod.ts cli.ts", "Check file:///home/rui/csvkit/cli.ts\n")
+    )
+    titles = sorted(f.title for f in of_rule(capture(t), "failure_fix"))
+    assert titles == ["Fix for TS2322 in select.ts", "Fix for TS2345 in cli.ts"]
