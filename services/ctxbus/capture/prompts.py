@@ -29,7 +29,8 @@ _OPENER = re.compile(
 #: a standing rule anywhere in a clause: "migrations must never be edited", "X is not allowed", "from now on"
 _ANYWHERE = re.compile(
     r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|"
-    r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward|we \w+\b[^.]{0,80}\beverywhere)\b",
+    r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward|we \w+\b[^.]{0,80}\beverywhere|"
+    r"\bno \w[^.]{0,80},? ever)\b",
     re.I,
 )
 #: "X, not Y" / "instead of Y": a preference stated anywhere in the clause

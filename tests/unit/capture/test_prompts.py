@@ -108,3 +108,8 @@ def test_what_we_do_everywhere_is_a_rule() -> None:
     said = "wait, actually no ^ — we pin the exact compiler version everywhere, it has to match foundry.toml (0.8.24)."
     rule = rule_in(said)
     assert rule is not None and "0.8.24" in rule.quote
+
+
+def test_no_x_ever_is_a_rule() -> None:
+    rule = rule_in("no. csvkit stays zero-npm: no npm: dependencies in this library, ever, only jsr @std.")
+    assert rule is not None and "no npm: dependencies in this library, ever" in rule.quote
