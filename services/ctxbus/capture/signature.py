@@ -43,7 +43,7 @@ _RULE_IDS = re.compile(
 #: ``⨯ app/Foo.php   no_unused_imports``)
 _MORE_RULE_IDS = re.compile(
     r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
-    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
+    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|(?<![\w.])([A-Z][a-z]+[A-Z]?\w*\.[A-Z]\w+):\s|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
     r"\.[A-Za-z]{1,5}\s{2,}([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:,\s*[a-z_]+)*\s*$",
     re.M,
 )
@@ -90,6 +90,17 @@ _FAILED_TESTS = (
     re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
     re.compile(r"^\s*\d+ - ([\w.-]+) \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted)\)", re.M),  # ctest
     re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
+    # many runners' own marker, then the test's name: busted's ``Fail || name``, alcotest's ``[FAIL] suite 1 name``,
+    # TAP's ``not ok 2 - name``
+    re.compile(
+        r"^\s*(?:\[\s*(?i:FAIL(?:ED)?)\s*\]|FAIL(?:ED)?\b|Fail(?:ed)?\b|not ok \d+)\s*(?:\|\||[:-])?\s+"
+        r"(?=[A-Za-z_'\"`])(?=[^\n]*[A-Za-z]{2})([^\n]{3,100}?)\s*$",
+        re.M,
+    ),
+)
+#: a test named on the line just before its failure marker (GUT's ``- test_x`` then ``[Failed]: ...``)
+_NAMED_BEFORE = re.compile(
+    r"^[^\n]*?\b(test_\w+|\w+_test)\b[^\n]*\n[^\n]*(?i:\[fail(?:ed)?\]|\bfail(?:ed|ure)?:)", re.M
 )
 _HEADLINE = re.compile(
     r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[\] ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
@@ -163,7 +174,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
             _add(found, f"[{match.group(1)}]")
     for match in _LINT_RULE.finditer(text):
         _add(found, match.group(1))
-    for pattern in _FAILED_TESTS:
+    for pattern in (*_FAILED_TESTS, _NAMED_BEFORE):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
     for match in _EXCEPTION.finditer(text):
@@ -202,8 +213,9 @@ def signature_of(output: str, detail: str = "") -> Signature:
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
     # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what
-    ordered = sorted(at, key=lambda line: (bool(_BANNER.search(line)), at[line]))[:ERROR_LINES]
-    ordered = ordered or list(_plain_error_lines(text))
+    own = [line for line in at if not _WRAPPER.match(line)]  # a wrapper's line only when nothing else says more
+    ordered = sorted(own, key=lambda line: (bool(_BANNER.search(line)), at[line]))[:ERROR_LINES]
+    ordered = ordered or list(_plain_error_lines(text)) or sorted(at, key=lambda line: at[line])[:ERROR_LINES]
     headline = ordered[0] if ordered else ""
     if not headline:
         headline = " ".join(detail.split())[:HEADLINE_CHARS]
@@ -217,6 +229,11 @@ def signature_of(output: str, detail: str = "") -> Signature:
 
 #: a located line that reports a pass (Unity's ``test_x.c:14: test_dry [PASSED]``)
 _PASSED_LINE = re.compile(r"[\[(:]\s*(?:PASSED|PASS|OK|ok|SKIPPED|IGNORED)\s*[\])]?\s*$")
+#: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn): the tool's own lines say what
+_WRAPPER = re.compile(
+    r"(?:g?make(?:\[\d+\])?: \*\*\*|Error: Command exited with code \d+|npm ERR!|error Command failed with exit code|"
+    r".*\bELIFECYCLE\b|Tests? Failed\. Exit: \d+)"
+)
 _BANNER = re.compile(r"_{4,}|={4,}|-{6,}")
 
 
@@ -286,7 +303,9 @@ def _plain_error_lines(text: str) -> tuple[str, ...]:
     found: list[str] = []
     for raw in text.splitlines():
         line = " ".join(raw.split())[:HEADLINE_CHARS]
-        if len(line) < 8 or line in found or _TALLY.match(line) or not _FAILURE_WORDS.search(_ZERO.sub("", line)):
+        if len(line) < 8 or line in found or _TALLY.match(line) or _WRAPPER.match(line):
+            continue
+        if not _FAILURE_WORDS.search(_ZERO.sub("", line)):
             continue
         found.append(line)
         if len(found) == ERROR_LINES:

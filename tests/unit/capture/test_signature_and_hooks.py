@@ -164,3 +164,27 @@ def test_a_long_error_line_keeps_its_tail_and_runs_differing_only_there_are_one_
     head = "PersistenceTests.swift:38: error: -[PantryPalTests.PersistenceTests testMigrationFromV2] : " + "x" * 150
     first, again = signature_of(head + " missing attribute 'unit'"), signature_of(head + " value 0x7f3a00 differs")
     assert first.headline.endswith("missing attribute 'unit'") and first.same_error(again)
+
+
+def test_a_failed_tests_name_is_read_from_the_line_that_marks_it_in_many_runners_words() -> None:
+    busted = "Success:        due parses ISO dates\nFail    ||      due parses relative dates like +3d\n"
+    alcotest = "  [OK]     unfold   0   plain line.\n  [FAIL]        unfold              1   folded with space.\n"
+    gut = "* test_add_item\n- test_stack_merges_up_to_max\n    [Failed]:  [3] expected to equal [2]\n"
+    tap = "ok 1 - deploys\nnot ok 2 - rolls back on a failed health check\n"
+    assert "due parses relative dates like +3d" in signature_of(busted).identifiers
+    assert any("folded with space" in i for i in signature_of(alcotest).identifiers)
+    assert "test_stack_merges_up_to_max" in signature_of(gut).identifiers
+    assert "rolls back on a failed health check" in signature_of(tap).identifiers
+    assert not signature_of("Success: 3\nFailed : 0\nErrors : 0\n").identifiers
+
+
+def test_a_wrappers_own_line_is_not_the_error() -> None:
+    out = "src/due.lua:12:7: unused variable 'today'\nmake: *** [Makefile:10: lint] Error 1\n"
+    assert signature_of(out).headline.startswith("src/due.lua:12:7")
+    out = 'FAIL unfolded value\n  Expected: `x\'\nFile "test/dune", line 2:\nError: Command exited with code 1.\n'
+    assert signature_of(out).headline == "FAIL unfolded value"
+
+
+def test_a_dotted_rule_before_a_colon_is_an_identifier() -> None:
+    out = "-- ELM-REVIEW ERROR --- src/Page/Pickup.elm:4:34\n\n(fix) NoUnused.Variables: Imported `class` is not used\n"
+    assert "NoUnused.Variables" in signature_of(out).identifiers
