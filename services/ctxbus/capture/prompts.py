@@ -88,7 +88,7 @@ def remembered(prompt: str) -> str | None:
 _AT_HAND = re.compile(
     r"^\s*(?:please\s+)?(?:don'?t|do not|stop|never)\s+\w+(?:\s+\w+)?\s+(?:it|that|this|them|those|these)"
     r"(?:\s+(?:yet|now|again|for now))?\s*[.!]*\s*$|"
-    r"^\s*(?:please\s+)?(?:don'?t|do not)\s+\w+\s+anything(?:\s+(?:yet|now|else))?\s*[.!]*\s*$",
+    r"^\s*(?:please\s+)?(?:don'?t|do not)\s+\w+\s+anything(?:\s+(?:yet|now|else|either))?\s*[.!]*\s*$",
     re.I,
 )
 

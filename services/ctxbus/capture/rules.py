@@ -51,6 +51,9 @@ _ABANDON = (
     "give up",
     "drop it",
     "revert",
+    "leave it,",
+    "leave it for now",
+    "let's leave it",
 )
 
 
@@ -121,13 +124,24 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
     return found
 
 
+def _gave_up(prompt: PromptStep) -> bool:
+    return any(word in prompt.text.lower()[:120] for word in _ABANDON)
+
+
+def _after_giving_up(fix: Lesson, steps: Sequence[Step]) -> bool:
+    """Whether a fix was verified after the user gave the work up ("leave it, revert the change"): what passed
+    then is the undoing, not a fix."""
+    ends = [s.span.end for s in steps if isinstance(s, PromptStep) and _gave_up(s) and s.span.end is not None]
+    return bool(ends) and fix.span.end is not None and fix.span.end > ends[0]
+
+
 def _abandoned(steps: Sequence[Step]) -> bool:
     """The session ends interrupted, or its last prompt gives the work up."""
     meaningful = [s for s in steps if not isinstance(s, AnswerStep)]
     if meaningful and isinstance(meaningful[-1], InterruptStep):
         return True
     prompts = [s for s in steps if isinstance(s, PromptStep)]
-    return bool(prompts) and any(word in prompts[-1].text.lower()[:120] for word in _ABANDON)
+    return bool(prompts) and _gave_up(prompts[-1])
 
 
 RESULT_CHARS = 400
@@ -230,7 +244,7 @@ def said(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
 
 def lessons_of(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
     """Every lesson of a session's steps, in rule order."""
-    found = failure_fixes(steps, cwd)
+    found = [f for f in failure_fixes(steps, cwd) if not _after_giving_up(f, steps)]
     whole = episode(steps, cwd)
     if whole is not None:
         found.append(whole)

@@ -113,3 +113,9 @@ def test_what_we_do_everywhere_is_a_rule() -> None:
 def test_no_x_ever_is_a_rule() -> None:
     rule = rule_in("no. csvkit stays zero-npm: no npm: dependencies in this library, ever, only jsr @std.")
     assert rule is not None and "no npm: dependencies in this library, ever" in rule.quote
+
+
+def test_dont_do_anything_either_is_an_order_at_hand() -> None:
+    assert (
+        rule_in("actually stop. I don't want a refactor now. don't push anything either, I'll upload manually") is None
+    )

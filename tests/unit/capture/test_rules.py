@@ -646,3 +646,20 @@ def test_errors_located_by_the_frame_after_them_split_by_file() -> None:
     )
     titles = sorted(f.title for f in of_rule(capture(t), "failure_fix"))
     assert titles == ["Fix for TS2322 in select.ts", "Fix for TS2345 in cli.ts"]
+
+
+def test_a_pass_after_the_user_gave_the_work_up_is_no_fix() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("bump ptime to 1.2 and make sure the deps install")
+        .edit("icalkit.opam", '"ptime" {>= "1.1.0"}', '"ptime" {>= "1.2.0"}')
+        .bash(
+            "opam install . --deps-only -y",
+            "[ERROR] Package conflict!\n  * Missing dependency: ptime >= 1.2.0\n",
+            code=5,
+        )
+        .prompt("leave it, Mira owns the fork. Revert the opam change and unpin, we'll do this next week.")
+        .edit("icalkit.opam", '"ptime" {>= "1.2.0"}', '"ptime" {>= "1.1.0"}')
+        .bash("opam pin remove -y ptime && git status --short", "Ok, ptime is no longer pinned\n")
+    )
+    assert "failure_fix" not in rules(capture(t))
