@@ -134,13 +134,23 @@ _REWRITE = re.compile(
     r"(?:--fix\b|--write\b|(?<![-=])\bfmt\b|(?<![-=])\bformat\b|\bscalafmt(?:All)?\b|\bscalafixAll\b|\bblack\b|\bisort\b|"
     r"\bgofmt\s+-w\b|\brubocop\s+-[aA]\b|\bswiftformat\b|\bphp-cs-fixer\s+fix\b|\bclang-format\s+-i\b|"
     r"\bktlint\s+(?:-F|--format)\b|\bbuild_runner\s+build\b|\b(?:prisma|sqlc|go)\s+generate\b|\bgo\s+mod\s+tidy\b|"
-    r"\blint:fix\b|\bpint\b)"
+    r"\blint:fix\b|\bpint\b|"
+    # any formatter by its name (gdformat, shfmt, ocamlformat, elm-format, erlfmt, dune fmt) and a few others
+    r"(?<![\w=-])(?:[A-Za-z][\w-]*)?(?:fmt|format)\b|\bstylua\b|\bnimpretty\b|\bperltidy\b|\b(?:ormolu|fourmolu)\b)"
 )
 #: the check modes of those tools: they only look
 _CHECK_MODE = re.compile(
     r"(?:--check\b|-check\b|--verify-no-changes\b|--dry-run\b|--set-exit-if-changed\b|--test\b|--lint\b|"
-    r"\bformat-patch\b|--diff\b|-l\b|--list-different\b)"
+    r"\bformat-patch\b|--diff\b|-l\b|--list-different\b|--validate\b|(?<=\s)-d\b)"
 )
+
+
+def formatter_check(command: str) -> bool:
+    """Whether a command line runs a formatter in its check mode (``stylua --check``, ``shfmt -d``): it fails by
+    naming files, often with no error line at all."""
+    return program_of(command) != "git" and any(
+        _REWRITE.search(seg) and _CHECK_MODE.search(seg) for seg in _SPLIT.split(command or "")
+    )
 
 
 #: a step that rewrites and then checks in one invocation (``sbt scalafmt scalafmtCheckAll``, ``ruff check --fix``)

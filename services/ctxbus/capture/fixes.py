@@ -10,10 +10,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ctxbus.capture.checks import RUNNERS, only_rewrites, program_of, programs_of, repeated_keys, rewrites_files
+from ctxbus.capture.checks import (
+    RUNNERS,
+    formatter_check,
+    only_rewrites,
+    program_of,
+    programs_of,
+    repeated_keys,
+    rewrites_files,
+)
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
-from ctxbus.capture.signature import Signature, basename, findings_by_file, gist, quotable, relative, signature_of
+from ctxbus.capture.signature import (
+    Signature,
+    basename,
+    findings_by_file,
+    gist,
+    quotable,
+    relative,
+    signature_of,
+    unformatted,
+)
 from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step, resumed_task_of
 from ctxbus.core.check_commands import BUILD, TEST
 from ctxbus.core.outcome_rules import Verdict
@@ -225,6 +242,8 @@ def _repeated(
         return []  # looks at nothing, or only changed files: no verdict on an error
     if step.failed:
         sig = signature_of(step.output)
+        if not sig.identifiers and not sig.headline and formatter_check(step.command):
+            sig = unformatted(step.command, step.output)
         if not sig.identifiers and not sig.headline:
             return []  # it said nothing that states an error: nothing to learn from its fix
         same = next((e for e in open_errors if set(families) & set(e.families) and e.signature.same_error(sig)), None)

@@ -251,6 +251,18 @@ _FRAME = re.compile(r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x)|:\d+: in \w|\
 _LOCATED_PATH = re.compile(_PATH.pattern.replace("(?::\\d+)?", "(?=:\\d+|\\(\\d+)"))
 
 
+def unformatted(command: str, output: str) -> Signature:
+    """The signature of a formatter's check that failed by naming files (``Diff in lua/a.lua``, ``would reformat
+    b.gd``): the files it named, and a headline that says so."""
+    text = clean(output)
+    paths = list(dict.fromkeys(m.group(1) for m in _PATH.finditer(text)))[:MAX_IDENTIFIERS]
+    lines = tuple(" ".join(line.split())[:HEADLINE_CHARS] for line in text.splitlines() if _PATH.search(line))
+    program = bare_command(command).split(" ", 1)[0].rsplit("/", 1)[-1]
+    named = ", ".join(basename(p) for p in paths[:3])
+    headline = f"{program} found unformatted files" + (f": {named}" if named else "")
+    return Signature((), headline, tuple(paths), lines[:ERROR_LINES])
+
+
 def findings_by_file(output: str) -> dict[str, list[str]]:
     """The finding lines of a check's output grouped by the file each names with a line number
     (``src/a.ts(31,4): error TS2304 ...``, ``warning • ... • lib/b.dart:1:8 • unused_import``). A stack frame is no

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from ctxbus.capture.engine import capture_transcript
 from ctxbus.capture.items import SessionFacts
 from ctxbus.capture.signature import signature_of
@@ -663,3 +665,34 @@ def test_a_pass_after_the_user_gave_the_work_up_is_no_fix() -> None:
         .bash("opam pin remove -y ptime && git status --short", "Ok, ptime is no longer pinned\n")
     )
     assert "failure_fix" not in rules(capture(t))
+
+
+@pytest.mark.parametrize(
+    ("check", "output", "formatter"),
+    [
+        ("stylua --check lua/", "Diff in lua/todo/watch.lua:\n-local x=1\n+local x = 1\n", "stylua lua/ tests/"),
+        (
+            "gdformat --check scripts/",
+            "would reformat scripts/enemy_bat.gd\n1 file would be reformatted\n",
+            "gdformat scripts/enemy_bat.gd",
+        ),
+        (
+            "shfmt -d deploy.sh",
+            "--- deploy.sh.orig\n+++ deploy.sh\n@@ -1,3 +1,3 @@\n-if [ x ];then\n+if [ x ]; then\n",
+            "shfmt -w deploy.sh",
+        ),
+    ],
+)
+def test_a_formatters_check_fixed_by_running_the_formatter_is_a_learning(
+    check: str, output: str, formatter: str
+) -> None:
+    t = (
+        Transcript("s1")
+        .prompt("make lint green")
+        .bash(check, output, code=1)
+        .bash(formatter, "")
+        .bash(check, "")
+        .say("Formatted.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 1 and formatter in fixes[0].content
