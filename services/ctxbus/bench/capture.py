@@ -1,6 +1,6 @@
 """``ctxbus bench capture``: session capture judged on the labelled corpus (issue 23).
 
-For each part under ``bench/data/capture/<part>/`` (``fit``: rules may be tuned on it; ``heldout`` to ``heldout5``:
+For each part under ``bench/data/capture/<part>/`` (``fit``: rules may be tuned on it; ``heldout`` to ``heldout6``:
 written blind, each judged before it was looked at; each part's README says whether it was looked at since): every
 session's transcript goes through the capture engine as the gateway runs it (the same redaction call site,
 :mod:`ctxbus.capture.redaction`), and the items are judged against ``labels.jsonl``
@@ -31,9 +31,9 @@ from ctxbus.capture.redaction import capture_redactor
 from ctxbus.memory.model import MemoryItem
 
 DEFAULT_DIR = Path(__file__).parent / "data" / "capture"
-PARTS = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+PARTS = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 #: the parts judged against the done-when targets (no rule tuned on them)
-JUDGED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+JUDGED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 TOP = 3
 #: done-when targets on the held-out part (issue 23)
 TARGETS = {"precision": 0.8, "recall": 0.7, "top3": 0.7, "secrets": 0}

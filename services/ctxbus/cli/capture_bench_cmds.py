@@ -16,7 +16,15 @@ def register_bench(bsub: Any) -> None:
     )
     bench.add_argument(
         "--part",
-        choices=("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"),  # capture.PARTS (not imported here)
+        choices=(
+            "fit",
+            "heldout",
+            "heldout2",
+            "heldout3",
+            "heldout4",
+            "heldout5",
+            "heldout6",
+        ),  # capture.PARTS (not imported here)
         help="one part only (default: every part, printed apart)",
     )
     bench.add_argument(
