@@ -125,6 +125,14 @@ STDIN_PASSWORD = _rule(
     "s",
 )
 
+#: a password in plain text where it becomes a secure one: PowerShell's ``ConvertTo-SecureString 'p@ss' -AsPlainText``
+SECURE_STRING = _rule(
+    "plaintext-password",
+    r"(?i)convertto-securestring\s{1,4}(?:-string\s{1,4})?(?P<q>['\"])(?P<s>[^'\"\n]{1,256})(?P=q)",
+    ("convertto-securestring",),
+    "s",
+)
+
 #: a JSON Web Token, signature included (detect-secrets' own pattern stops before it); the default redactor
 #: checks it with detect-secrets' JWT validator (its parts decode, the first two as JSON)
 JWT = _rule(
@@ -176,4 +184,4 @@ TOKENS: tuple[Rule, ...] = (
 )
 #: what runs before the token rules (whole blocks and headers) and after them (URLs, command lines)
 BEFORE: tuple[Rule, ...] = (PRIVATE_KEY, PUTTY_KEY, AUTHORIZATION, BEARER, BASIC)
-AFTER: tuple[Rule, ...] = (URL_PASSWORD, URL_KEY_USER, CURL_USER, MYSQL_P, LOGIN_P, STDIN_PASSWORD)
+AFTER: tuple[Rule, ...] = (URL_PASSWORD, URL_KEY_USER, CURL_USER, MYSQL_P, LOGIN_P, STDIN_PASSWORD, SECURE_STRING)
