@@ -148,16 +148,26 @@ def test_a_line_that_also_checks_is_not_only_a_rewrite() -> None:
     assert not only_rewrites("terraform fmt -recursive && terraform plan") and not only_rewrites("pytest -q")
 
 
-def test_more_rule_id_shapes_are_identifiers() -> None:
-    out = (
-        "App_HiltComponents.java:142: error: [Dagger/MissingBinding] TrailRepository cannot be provided\n"
-        "[error] /src/RateService.scala:31:5: error: [DisableSyntax.var] mutable state should be avoided\n"
-        "fqcn[action-core]: Use FQCN for builtin module actions (get_url).\n"
-        "warning • Unused import: 'package:flutter/foundation.dart' • lib/a.dart:1:8 • unused_import\n"
-    )
-    ids = signature_of(out).identifiers
-    for rule in ("Dagger/MissingBinding", "DisableSyntax.var", "fqcn[action-core]", "unused_import"):
-        assert rule in ids
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (
+            "App_HiltComponents.java:142: error: [Dagger/MissingBinding] TrailRepository cannot be provided",
+            "Dagger/MissingBinding",
+        ),
+        (
+            "[error] /src/RateService.scala:31:5: error: [DisableSyntax.var] mutable state should be avoided",
+            "DisableSyntax.var",
+        ),
+        ("fqcn[action-core]: Use FQCN for builtin module actions (get_url).", "fqcn[action-core]"),
+        (
+            "warning • Unused import: 'package:flutter/foundation.dart' • lib/a.dart:1:8 • unused_import",
+            "unused_import",
+        ),
+    ],
+)
+def test_more_rule_id_shapes_are_identifiers(line: str, rule: str) -> None:
+    assert rule in signature_of(line + "\n").identifiers
 
 
 def test_a_long_error_line_keeps_its_tail_and_runs_differing_only_there_are_one_error() -> None:
