@@ -125,14 +125,18 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
 
 
 def _gave_up(prompt: PromptStep) -> bool:
-    return any(word in prompt.text.lower()[:120] for word in _ABANDON)
+    """Whether a prompt gives the work up: a reply to the assistant that says so (a first prompt that says "revert
+    X, then fix Y" asks for work)."""
+    return prompt.after_answer and any(word in prompt.text.lower()[:120] for word in _ABANDON)
 
 
 def _after_giving_up(fix: Lesson, steps: Sequence[Step]) -> bool:
-    """Whether a fix was verified after the user gave the work up ("leave it, revert the change"): what passed
-    then is the undoing, not a fix."""
-    ends = [s.span.end for s in steps if isinstance(s, PromptStep) and _gave_up(s) and s.span.end is not None]
-    return bool(ends) and fix.span.end is not None and fix.span.end > ends[0]
+    """Whether a fix was verified after the user's last prompt gave the work up ("leave it, revert the change"):
+    what passed then is the undoing, not a fix. (A "revert X, then fix Y" earlier in a session is a task.)"""
+    prompts = [s for s in steps if isinstance(s, PromptStep)]
+    if not prompts or not _gave_up(prompts[-1]) or prompts[-1].span.end is None or fix.span.end is None:
+        return False
+    return fix.span.end > prompts[-1].span.end
 
 
 def _abandoned(steps: Sequence[Step]) -> bool:

@@ -696,3 +696,16 @@ def test_a_formatters_check_fixed_by_running_the_formatter_is_a_learning(
     )
     fixes = of_rule(capture(t), "failure_fix")
     assert len(fixes) == 1 and formatter in fixes[0].content
+
+
+def test_a_revert_asked_for_as_a_task_does_not_undo_the_fixes_after_it() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("revert my last change to the reset view, then make the auth tests pass")
+        .edit("acme/auth/views.py", "reset_v2(request)", "reset(request)")
+        .bash("pytest tests/auth -q", PYTEST_FAIL, code=1)
+        .edit("acme/auth/reset.py", "user.set_password(new)", "user.set_password(new)\n    token.mark_used()")
+        .bash("pytest tests/auth -q", PYTEST_PASS)
+        .say("Reverted the view; tokens are single use now and the auth tests pass.")
+    )
+    assert len(of_rule(capture(t), "failure_fix")) == 1
