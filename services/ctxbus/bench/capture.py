@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxbus.bench.capture_parts import JUDGED, PARTS
 from ctxbus.bench.capture_score import Lesson, SessionScore, rate, score_session
 from ctxbus.bench.intervals import clopper_pearson
 from ctxbus.capture.engine import capture_transcript
@@ -31,9 +32,6 @@ from ctxbus.capture.redaction import capture_redactor
 from ctxbus.memory.model import MemoryItem
 
 DEFAULT_DIR = Path(__file__).parent / "data" / "capture"
-PARTS = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
-#: the parts judged against the done-when targets (no rule tuned on them)
-JUDGED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 TOP = 3
 #: done-when targets on the held-out part (issue 23)
 TARGETS = {"precision": 0.8, "recall": 0.7, "top3": 0.7, "secrets": 0}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 
 from ctxbus.core.check_commands import BUILD, LINT, TEST, TYPECHECK, Check, check_of_command, check_of_segment
 
@@ -176,23 +177,22 @@ def only_rewrites(command: str) -> bool:
     return bool(doing) and all(rewrites_files(seg) and not _ALSO_CHECKS.search(seg) for seg in doing)
 
 
-def program_of(command: str) -> str:
-    """The program a command line runs first (wrappers and ``VAR=value`` left out), by its basename."""
+def _programs(command: str) -> Iterator[str]:
+    """The programs a command line runs, in order (wrappers and ``VAR=value`` left out), by their basenames."""
     for segment in _SPLIT.split(command or ""):
         words = _words(segment)
         if words and words[0] not in {"cd", "pushd"}:
-            return words[0].rsplit("/", 1)[-1]
-    return ""
+            yield words[0].rsplit("/", 1)[-1]
+
+
+def program_of(command: str) -> str:
+    """The program a command line runs first."""
+    return next(_programs(command), "")
 
 
 def programs_of(command: str) -> set[str]:
-    """Every program a command line runs (wrappers and ``VAR=value`` left out), by its basename."""
-    found = set()
-    for segment in _SPLIT.split(command or ""):
-        words = _words(segment)
-        if words and words[0] not in {"cd", "pushd"}:
-            found.add(words[0].rsplit("/", 1)[-1])
-    return found
+    """Every program a command line runs."""
+    return set(_programs(command))
 
 
 def repeated_key(command: str) -> str | None:
@@ -270,6 +270,11 @@ def piped_failure(output: str) -> str | None:
         if len(line) <= 500 and _SAYS_FAILED.search(line):
             return " ".join(line.split())[:200]
     return None
+
+
+def fails_through_filter(command: str, output: str) -> bool:
+    """Whether a command line whose exit code is a filter's (:func:`piped_into_filter`) failed, by its output."""
+    return piped_into_filter(command) and piped_failure(output) is not None
 
 
 def piped_into_filter(command: str) -> bool:

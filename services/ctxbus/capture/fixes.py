@@ -190,15 +190,16 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
         path = next((p for p in edited if _same_file(named, p, cwd)), None)
         if path is not None:
             groups.setdefault(path, []).extend(line for line in lines if line not in groups.get(path, ()))
-    merged: list[tuple[list[str], list[str]]] = []  # (paths, lines): the same error in two files is one lesson
+    # (paths, lines, the first group's signature): the same error in two files is one lesson
+    merged: list[tuple[list[str], list[str], Signature]] = []
     for path, lines in groups.items():
         sig = signature_of("\n".join(lines))
         # an error of its own names its code or rule; lines that name none only point there (the rule was on the
         # line before) or are style notes (``Warning: Eta reduce``): they go with the first part
         stated = bool(sig.identifiers)
-        twin = next((m for m in merged if not stated or signature_of("\n".join(m[1])).same_error(sig)), None)
+        twin = next((m for m in merged if not stated or m[2].same_error(sig)), None)
         if twin is None:
-            merged.append(([path], list(lines)))
+            merged.append(([path], list(lines), sig))
         else:
             twin[0].append(path)
             twin[1].extend(lines)
@@ -208,10 +209,10 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
     return [
         replace(
             error,
-            signature=signature_of("\n".join(lines)),
+            signature=signature_of("\n".join(lines)) if len(paths) > 1 else sig,
             edits=[e for e in error.edits if relative(e.path, cwd) in paths] + (rest if index == 0 else []),
         )
-        for index, (paths, lines) in enumerate(merged)
+        for index, (paths, lines, sig) in enumerate(merged)
     ]
 
 
@@ -243,7 +244,7 @@ def _repeated(
     if step.failed:
         sig = signature_of(step.output)
         if not sig.identifiers and not sig.headline and formatter_check(step.command):
-            sig = unformatted(step.command, step.output)
+            sig = unformatted(program_of(step.command), step.output)
         if not sig.identifiers and not sig.headline:
             return []  # it said nothing that states an error: nothing to learn from its fix
         same = next((e for e in open_errors if set(families) & set(e.families) and e.signature.same_error(sig)), None)

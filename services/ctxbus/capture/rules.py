@@ -72,8 +72,8 @@ def _repeated_runs(
     session: a command that failed once and never ran again was a look around): a failure that states an error
     (its keys are remembered), and a later pass of a key that failed before (an install that passes proves
     nothing; ``deno task ci`` passing after it failed does)."""
-    keys = [k for k in repeated_keys(_command(step)) if k in rerun]
     command = _command(step)
+    keys = [k for k in repeated_keys(command) if k in rerun]
     if isinstance(step, ShellStep) and step.failed:
         sig = signature_of(step.output)
         if not (sig.identifiers or sig.headline):
@@ -99,10 +99,9 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
     runs = Counter(k for s in steps if isinstance(s, ShellStep | RunStep) for k in repeated_keys(_command(s)))
     rerun = frozenset(k for k, n in runs.items() if n > 1)
     for index, step in enumerate(steps):
-        if isinstance(step, ShellStep):
+        if isinstance(step, ShellStep | RunStep):
             found.extend(_repeated_runs(step, index, failed_keys, rerun))
         if isinstance(step, RunStep):
-            found.extend(_repeated_runs(step, index, failed_keys, rerun))
             found.append(step.run)
             if step.run.verdict is Verdict.PASSED:  # ``ruff check && mypy`` passing passed both checks
                 main = check_key(step.run.check)

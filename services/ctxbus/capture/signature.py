@@ -43,7 +43,9 @@ _RULE_IDS = re.compile(
 #: ``⨯ app/Foo.php   no_unused_imports``)
 _MORE_RULE_IDS = re.compile(
     r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
-    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|(?<![\w.])([A-Z][a-z]+[A-Z]?\w*\.[A-Z]\w+):\s|•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
+    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|"
+    r"(?<![\w.])([A-Z][a-z]+[A-Z]?\w*\.[A-Z]\w+):\s|"
+    r"•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
     r"\.[A-Za-z]{1,5}\s{2,}([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:,\s*[a-z_]+)*\s*$",
     re.M,
 )
@@ -251,13 +253,12 @@ _FRAME = re.compile(r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x)|:\d+: in \w|\
 _LOCATED_PATH = re.compile(_PATH.pattern.replace("(?::\\d+)?", "(?=:\\d+|\\(\\d+)"))
 
 
-def unformatted(command: str, output: str) -> Signature:
+def unformatted(program: str, output: str) -> Signature:
     """The signature of a formatter's check that failed by naming files (``Diff in lua/a.lua``, ``would reformat
     b.gd``): the files it named, and a headline that says so."""
     text = clean(output)
     paths = list(dict.fromkeys(m.group(1) for m in _PATH.finditer(text)))[:MAX_IDENTIFIERS]
     lines = tuple(" ".join(line.split())[:HEADLINE_CHARS] for line in text.splitlines() if _PATH.search(line))
-    program = bare_command(command).split(" ", 1)[0].rsplit("/", 1)[-1]
     named = ", ".join(basename(p) for p in paths[:3])
     headline = f"{program} found unformatted files" + (f": {named}" if named else "")
     return Signature((), headline, tuple(paths), lines[:ERROR_LINES])
@@ -369,17 +370,20 @@ def changed_lines(old: str, new: str) -> list[str]:
 
 #: how alike a removed line and an added one must be to read as one line changed (``v2beta2`` -> ``v2``)
 _REPLACED_RATIO = 0.6
+#: removed lines an added line is compared with (an edit that deletes a whole file's body compares with its head)
+_REPLACED_CANDIDATES = 200
 
 
 def gist(old: str, new: str) -> str:
     """A few of the lines an edit added, each clipped: what the fix was, in its own words. An added line that
     rewrites a removed one shows both (``apiVersion: autoscaling/v2beta2 -> apiVersion: autoscaling/v2``): what was
     wrong is often only in the line that went."""
-    removed = changed_lines(new, old)
+    removed = changed_lines(new, old)[:_REPLACED_CANDIDATES]
     pieces = []
     for line in changed_lines(old, new)[:GIST_LINES]:
-        was = max(removed, key=lambda r: SequenceMatcher(None, r, line).ratio(), default="")
-        if was and SequenceMatcher(None, was, line).ratio() >= _REPLACED_RATIO:
+        likeness = ((SequenceMatcher(None, r, line).ratio(), r) for r in removed)
+        ratio, was = max(likeness, key=lambda pair: pair[0], default=(0.0, ""))  # the first of equals, as before
+        if was and ratio >= _REPLACED_RATIO:
             removed.remove(was)
             pieces.append(f"{was[:GIST_LINE_CHARS]} -> {line[:GIST_LINE_CHARS]}")
         else:

@@ -14,7 +14,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbus.capture.checks import check_key, checks_in, error_lines, main_check, piped_failure, piped_into_filter
+from ctxbus.capture.checks import (
+    check_key,
+    checks_in,
+    error_lines,
+    fails_through_filter,
+    main_check,
+    piped_failure,
+    piped_into_filter,
+)
 from ctxbus.core.check_output import exit_code_in, read_result
 from ctxbus.core.hook_evidence import tool_evidence
 from ctxbus.core.outcome_rules import CheckRun, Verdict
@@ -324,7 +332,7 @@ class TranscriptSteps:
         if step is not None:
             return step
         failed = is_error and not interrupted and (exit_code_in(result_text) or 1) != 0
-        failed = failed or (not is_error and piped_into_filter(command) and piped_failure(text) is not None)
+        failed = failed or (not is_error and fails_through_filter(command, text))
         return ShellStep(
             " ".join(command.split())[:COMMAND_CHARS], span, failed, text[-OUTPUT_CHARS:] if failed else ""
         )
@@ -363,7 +371,7 @@ def hook_step(hook_input: dict[str, Any], *, after_answer: bool = False) -> Step
         output = f"{error}\n{output}"
     if main_check(command) is None:
         failed = event == "PostToolUseFailure" and not (isinstance(response, dict) and response.get("interrupted"))
-        failed = failed or (piped_into_filter(command) and piped_failure(output) is not None)
+        failed = failed or fails_through_filter(command, output)
         return ShellStep(
             " ".join(command.split())[:COMMAND_CHARS], Span(), failed, output[-OUTPUT_CHARS:] if failed else ""
         )

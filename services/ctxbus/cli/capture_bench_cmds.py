@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ctxbus.bench.capture_parts import PARTS
+
 
 def register_bench(bsub: Any) -> None:
     """Called by ``stack_cmds.register`` beside the other benchmarks."""
@@ -16,15 +18,7 @@ def register_bench(bsub: Any) -> None:
     )
     bench.add_argument(
         "--part",
-        choices=(
-            "fit",
-            "heldout",
-            "heldout2",
-            "heldout3",
-            "heldout4",
-            "heldout5",
-            "heldout6",
-        ),  # capture.PARTS (not imported here)
+        choices=PARTS,
         help="one part only (default: every part, printed apart)",
     )
     bench.add_argument(
@@ -62,7 +56,7 @@ def cmd_bench_capture(args: argparse.Namespace) -> int:
         else:
             capture_latency.print_report(latency)
         return 0
-    parts = (args.part,) if args.part else capture.PARTS
+    parts = (args.part,) if args.part else PARTS
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
     result = capture.run(args.data or capture.DEFAULT_DIR, parts, retrieval=not args.no_retrieval, log=log)
     if args.json:

@@ -40,11 +40,13 @@ def spread_attempts(
     move to just after those places (none is dropped)."""
     out: list[RankedHit] = []
     held: list[RankedHit] = []
+    placed = 0  # attempts among the first places
     for hit in hits:
         is_attempt = hit.item.kind is MemoryKind.ATTEMPT
-        if len(out) < head and is_attempt and sum(h.item.kind is MemoryKind.ATTEMPT for h in out) >= most:
+        if len(out) < head and is_attempt and placed >= most:
             held.append(hit)
             continue
+        placed += is_attempt and len(out) < head
         out.append(hit)
         if len(out) == head:
             out.extend(held)

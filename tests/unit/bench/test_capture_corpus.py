@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxbus.bench.capture import DEFAULT_DIR, PARTS, load_jsonl, run
+from ctxbus.bench.capture import DEFAULT_DIR, load_jsonl, run
+from ctxbus.bench.capture_parts import PARTS
 
 
 @pytest.mark.parametrize("part", PARTS)
