@@ -182,8 +182,14 @@ def _worked_after_last_prompt(steps: Sequence[Step]) -> bool:
 def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     """The session as one past-session lesson, or None (no change made, failed, abandoned)."""
     edits = [s for s in steps if isinstance(s, EditStep)]
+    # a prompt that reads as feedback ("the build is broken") is feedback only as a reply to the assistant: as the
+    # session's first words it says the task
     tasks = [
-        s for s in steps if isinstance(s, PromptStep) and remembered(s.text) is None and read_feedback(s.text) is None
+        s
+        for s in steps
+        if isinstance(s, PromptStep)
+        and remembered(s.text) is None
+        and (not s.after_answer or read_feedback(s.text) is None)
     ]
     if not edits or not tasks or _abandoned(steps):
         return None

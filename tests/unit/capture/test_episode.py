@@ -1,0 +1,52 @@
+"""The session as an episode: which of its prompts says the task."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ctxbus.capture.engine import capture_transcript
+from ctxbus.capture.items import SessionFacts
+from ctxbus.memory.model import MemoryItem
+
+from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+def episodes(t: Transcript) -> list[MemoryItem]:
+    items = capture_transcript(t.data(), SessionFacts("acme/web", t.session_id, "Stop", None, NOW))
+    return [i for i in items if i.provenance and i.provenance.rule == "episode"]
+
+
+def test_a_first_prompt_that_reports_a_failure_is_the_task_not_feedback() -> None:
+    # "the build is broken" after an answer is feedback on the work; as the first prompt it is the task itself
+    t = (
+        Transcript("s1")
+        .prompt("I added a unit field to Product so the cart can show the price per kg. now the build is broken, finish it")
+        .bash("pytest -q", PYTEST_FAIL, code=1)
+        .edit("shop/product.py", "unit = None", "unit: Unit = Unit.EACH")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("The product decoder reads the unit now and the tests pass. Shall I show it in the cart too?")
+        .prompt("yes please, just the label after the price")
+        .edit("shop/cart.py", "price", "price + unit label")
+        .say("The cart shows the unit after the price.")
+    )
+    (episode,) = episodes(t)
+    assert "unit field to Product" in episode.title
+    assert "label after the price" in episode.content  # the follow-up stays a follow-up
+
+
+def test_a_reply_that_reports_a_failure_is_still_no_task() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("make the reset links single use")
+        .edit("acme/auth/reset.py", "user.set_password(new)", "user.set_password(new)\n    token.mark_used()")
+        .say("Done: tokens are marked used.")
+        .prompt("the tests are failing now")
+        .bash("pytest -q", PYTEST_FAIL, code=1)
+        .edit("acme/auth/reset.py", "token.mark_used()", "token.mark_used(commit=True)")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("Fixed; the tests pass.")
+    )
+    (episode,) = episodes(t)
+    assert "single use" in episode.title and "tests are failing" not in episode.content
