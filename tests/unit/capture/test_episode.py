@@ -22,7 +22,7 @@ def test_a_first_prompt_that_reports_a_failure_is_the_task_not_feedback() -> Non
     # "the build is broken" after an answer is feedback on the work; as the first prompt it is the task itself
     t = (
         Transcript("s1")
-        .prompt("I added a unit field to Product so the cart can show the price per kg. now the build is broken, finish it")
+        .prompt("I added a unit field to Product so the cart can show the price per kg. now the build is broken")
         .bash("pytest -q", PYTEST_FAIL, code=1)
         .edit("shop/product.py", "unit = None", "unit: Unit = Unit.EACH")
         .bash("pytest -q", PYTEST_PASS)
