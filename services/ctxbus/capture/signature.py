@@ -113,7 +113,7 @@ _HEADLINE = re.compile(
 )
 #: a path with a source-like extension, optionally with :line
 _PATH = re.compile(
-    r"(?<![\w/.-])((?:~?/)?(?:[\w.@-]+/)*[\w.@-]+\.(?:py|pyi|ts|tsx|mts|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|ino|swift|scala|sc|sbt|vue|svelte|sql|toml|yaml|yml|json|gradle|erb|dart|hs|clj|cljs|cljc|edn|sol|[rR]|Rmd|ml|mli|zig|lua|m|mm|xml|tf|tpl|sh|proto|html|css|scss|cfg|ini|properties|fs|elm|jl|nim|cr|groovy))(?::\d+)?"
+    r"(?<![\w/.-])((?:~?/)?(?:[\w.@-]+/)*[\w.@-]+\.(?:py|pyi|ts|tsx|mts|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|ino|swift|scala|sc|sbt|vue|svelte|sql|toml|yaml|yml|json|gradle|erb|dart|hs|clj|cljs|cljc|edn|sol|[rR]|Rmd|ml|mli|zig|lua|m|mm|xml|tf|tpl|sh|proto|html|css|scss|cfg|ini|properties|fs|elm|jl|nim|cr|groovy|pm|pl|t|ps1|psm1|psd1|erl|hrl|bats|bash|gd|nims))(?::\d+)?"
 )
 #: identifiers that name nothing in particular
 _GENERIC = frozenset(
@@ -217,7 +217,12 @@ def signature_of(output: str, detail: str = "") -> Signature:
     # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what
     own = [line for line in at if not _WRAPPER.match(line)]  # a wrapper's line only when nothing else says more
     ordered = sorted(own, key=lambda line: (bool(_BANNER.search(line)), at[line]))[:ERROR_LINES]
-    ordered = ordered or list(_plain_error_lines(text)) or sorted(at, key=lambda line: at[line])[:ERROR_LINES]
+    ordered = (
+        ordered
+        or list(_plain_error_lines(text))
+        or list(_file_findings(text))
+        or sorted(at, key=lambda line: at[line])[:ERROR_LINES]
+    )
     headline = ordered[0] if ordered else ""
     if not headline:
         headline = " ".join(detail.split())[:HEADLINE_CHARS]
@@ -321,6 +326,28 @@ def _plain_error_lines(text: str) -> tuple[str, ...]:
         if not _FAILURE_WORDS.search(_ZERO.sub("", line)):
             continue
         found.append(line)
+        if len(found) == ERROR_LINES:
+            break
+    return tuple(found)
+
+
+#: a line that starts with the file it is about and says something of it (``lib/A.pm: Loop iterator is not lexical at
+#: line 11``); one that reports the file clean (``lib/B.pm source OK``) says nothing
+_FILE_FINDING = re.compile(_PATH.pattern + r":?\s+\S.{3,}")
+_CLEAN_FILE = re.compile(r"(?i)\b(?:source )?(?:ok|passed|clean|unchanged)\W*$")
+
+
+def _file_findings(text: str) -> tuple[str, ...]:
+    """The first lines that name a file and say what is wrong with it, for a tool whose findings use no word of
+    failure and whose only other line is its wrapper's (perlcritic through ``make``)."""
+    found: list[str] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if len(line) > 1_000 or not _FILE_FINDING.match(line) or _CLEAN_FILE.search(line) or _FRAME.search(line):
+            continue
+        clipped = _clip(line)
+        if clipped not in found:
+            found.append(clipped)
         if len(found) == ERROR_LINES:
             break
     return tuple(found)

@@ -198,3 +198,19 @@ def test_a_wrappers_own_line_is_not_the_error() -> None:
 def test_a_dotted_rule_before_a_colon_is_an_identifier() -> None:
     out = "-- ELM-REVIEW ERROR --- src/Page/Pickup.elm:4:34\n\n(fix) NoUnused.Variables: Imported `class` is not used\n"
     assert "NoUnused.Variables" in signature_of(out).identifiers
+
+
+def test_findings_that_name_their_file_say_the_error_when_only_the_wrapper_failed_in_its_own_words() -> None:
+    # perlcritic through make: no finding says "error", and make's own line says only that make failed
+    out = (
+        "perlcritic --profile .perlcriticrc lib/ t/\n"
+        "lib/Ledger/Statements.pm: Loop iterator is not lexical at line 11, column 3.  (Severity: 5)\n"
+        'lib/Ledger/Statements.pm: Expression form of "map" at line 20, column 13.  (Severity: 4)\n'
+        "lib/Ledger.pm source OK\n"
+        "make: *** [Makefile:12: critic] Error 2\n"
+    )
+    sig = signature_of(out)
+    assert sig.headline.startswith("lib/Ledger/Statements.pm: Loop iterator is not lexical")
+    assert all("make: ***" not in line and "source OK" not in line for line in sig.lines)
+    # a wrapper's line is still the headline when nothing else says anything
+    assert signature_of("make: *** [Makefile:3: test] Error 1\n").headline.startswith("make: ***")
