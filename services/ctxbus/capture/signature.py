@@ -69,10 +69,10 @@ _MORE_CODES = re.compile(
 )
 _STATES_ERROR = re.compile(r"(?i:\berror\b|\bfail|\bwarning\b)|\w(?:Exception|Error)\b")
 _TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
-#: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...)
-_LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}: (?!note:|warning:)(.{4,160})$", re.M)
+#: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...; buf's ``file:16:3:Enum zero value ...``)
+_LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}:(?: |(?=[A-Za-z]))(?!note:|warning:)(.{4,160})$", re.M)
 #: golangci-lint names the linter at the end of a finding: ``file.go:57:9: Error return value ... (errcheck)``
-_LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?: .+\((\w+)\)\s*$", re.M)
+_LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?:(?: |(?=[A-Za-z])).+\((\w+)\)\s*$", re.M)
 _UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 _GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 _FAILED_TESTS = (

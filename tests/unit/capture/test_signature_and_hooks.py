@@ -214,3 +214,16 @@ def test_findings_that_name_their_file_say_the_error_when_only_the_wrapper_faile
     assert all("make: ***" not in line and "source OK" not in line for line in sig.lines)
     # a wrapper's line is still the headline when nothing else says anything
     assert signature_of("make: *** [Makefile:3: test] Error 1\n").headline.startswith("make: ***")
+
+
+def test_findings_with_no_space_after_the_column_are_findings_too() -> None:
+    # buf lint and buf breaking print ``file:line:col:Message (RULE_ID)``
+    out = (
+        "buf lint\n"
+        'proto/routing/v1/routing.proto:16:3:Enum zero value name "ROUTE_STATUS_UNKNOWN" should be suffixed with '
+        '"_UNSPECIFIED". (ENUM_ZERO_VALUE_SUFFIX)\n'
+        "make: *** [Makefile:6: proto] Error 100\n"
+    )
+    sig = signature_of(out)
+    assert sig.key == "ENUM_ZERO_VALUE_SUFFIX"
+    assert sig.headline.startswith("proto/routing/v1/routing.proto:16:3:Enum zero value name")
