@@ -227,3 +227,14 @@ def test_findings_with_no_space_after_the_column_are_findings_too() -> None:
     sig = signature_of(out)
     assert sig.key == "ENUM_ZERO_VALUE_SUFFIX"
     assert sig.headline.startswith("proto/routing/v1/routing.proto:16:3:Enum zero value name")
+
+
+def test_paths_keep_route_brackets_and_plus_and_their_whole_extension() -> None:
+    out = (
+        "/app/src/routes/bookings/[id]/+page.server.ts\n  2:10  error  'fail' is defined but never used\n"
+        "[warn] CHANGELOG.md\n[warn] src/app.html\n"
+    )
+    locations = signature_of(out).locations
+    assert "/app/src/routes/bookings/[id]/+page.server.ts" in locations
+    assert "src/app.html" in locations
+    assert not any(p.endswith((".m", ".h")) for p in locations)  # never a prefix of the extension
