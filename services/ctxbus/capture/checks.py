@@ -195,6 +195,23 @@ def programs_of(command: str) -> set[str]:
     return set(_programs(command))
 
 
+#: git subcommands that change the working tree (``git checkout main -- .prettierignore`` restores a file)
+_GIT_CHANGES = re.compile(r"^git\s+(?:checkout|restore|apply|am|stash\s+(?:pop|apply)|cherry-pick|revert|reset)\b")
+
+
+def changes_files(command: str) -> bool:
+    """Whether a command line may change the project (more than looking): a program no list knows as only looking,
+    moving or fetching (``cargo sqlx prepare``, ``npm install``), or git restoring files."""
+    return bool(repeated_keys(command)) or any(
+        _GIT_CHANGES.match(" ".join(seg.split())) for seg in _SPLIT.split(command or "")
+    )
+
+
+def segments_of(command: str) -> set[str]:
+    """The commands of a command line, each with its spaces normalised (``git checkout x && npm run lint``: two)."""
+    return {" ".join(seg.split()) for seg in _SPLIT.split(command or "") if seg.strip()}
+
+
 def repeated_key(command: str) -> str | None:
     """What identifies a command no check list knows, as a check by repetition: its program (basename) and up to
     two subcommand words (``xcodebuild test``, ``php artisan test``); None for commands that only look, move files,

@@ -12,17 +12,20 @@ from dataclasses import dataclass, field, replace
 
 from ctxbus.capture.checks import (
     RUNNERS,
+    changes_files,
     formatter_check,
     only_rewrites,
     program_of,
     programs_of,
     repeated_keys,
     rewrites_files,
+    segments_of,
 )
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
 from ctxbus.capture.signature import (
     Signature,
+    bare_command,
     basename,
     findings_by_file,
     gist,
@@ -57,6 +60,8 @@ class _Open:
     resolved: bool = False
     #: the output of its last failing run (its findings name the files they are in)
     output: str = ""
+    #: other commands that ran (and did not fail) since it failed and may have changed files (``cargo sqlx prepare``)
+    ran: list[str] = field(default_factory=list)
 
 
 def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[str, str], ...]:
@@ -116,14 +121,30 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
             sig = signature_of(step.output, step.run.detail)
             same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
-            for error in open_errors:  # gone from a later run of its own check, after edits: it was fixed
-                if error is not same and not error.resolved and error.edits and _covers(error, step):
+            for error in list(open_errors):  # gone from a later run of its own check, after edits: it was fixed
+                if error is same or error.resolved or not _covers(error, step):
+                    continue
+                if error.edits:
                     error.resolved = True
+                elif segments_of(error.command) & segments_of(step.run.command):
+                    # the same command no longer shows it and nothing was edited for it: a command run meanwhile
+                    # fixed it (a file restored, a cache generated), else it went by itself (a flake); the edits that
+                    # follow are for what the check shows now
+                    # (``git checkout main -- .prettierignore && npm run lint``: the line's own other commands too)
+                    ran = error.ran + sorted(
+                        seg for seg in segments_of(step.run.command) - segments_of(error.command) if changes_files(seg)
+                    )
+                    if ran:
+                        error.rewrites = list(dict.fromkeys(ran))
+                        error.resolved = True
+                    else:
+                        open_errors.remove(error)
             if same is not None:
                 same.hits += 1
                 same.command = step.run.command
                 same.resolved = False
                 same.output = step.output
+                same.ran = []  # what ran before it failed again did not fix it
             else:
                 check = step.run.check
                 open_errors.append(
@@ -148,7 +169,21 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             lessons.extend(_repeated(ShellStep(step.run.command, step.span), open_errors, cwd, task, same_only=True))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
+        _note_ran(step, open_errors)
     return lessons
+
+
+def _note_ran(step: Step, open_errors: Sequence[_Open]) -> None:
+    """A command that ran without failing and may have changed files, for the open errors it did not come from."""
+    command = step.run.command if isinstance(step, RunStep) else step.command if isinstance(step, ShellStep) else None
+    if command is None or (isinstance(step, ShellStep) and step.failed) or not changes_files(command):
+        return
+    if isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
+        return
+    bare = bare_command(command)
+    for error in open_errors:
+        if not error.resolved and bare not in error.ran and not segments_of(error.command) & segments_of(command):
+            error.ran.append(bare)
 
 
 def _rewrote(step: Step) -> str | None:
@@ -225,7 +260,7 @@ def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: s
 def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
     """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
     error named none of the files edited meanwhile: the command changed, not the code."""
-    if program_of(error.command) in programs_of(command):  # ``make check`` failed; ``x && make check`` passed
+    if programs_of(error.command) & programs_of(command):  # ``make check`` failed; ``x && make check`` passed
         return False
     sig = error.signature
     said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))

@@ -306,7 +306,8 @@ def findings_by_file(output: str) -> dict[str, list[str]]:
 #: words that state a failure in any tool's own words (for output no pattern above knows)
 _FAILURE_WORDS = re.compile(
     r"\b(?:errors?|fail(?:ed|s|ure)?|fatal|cannot|can't|could not|couldn't|unable|undefined|unused|not found|"
-    r"no such|invalid|denied|mismatch|unexpected|missing|warning|violations?|refused|rejected|aborted|panic)\b",
+    r"no such|invalid|denied|mismatch|unexpected|missing|warning|violations?|refused|rejected|aborted|panic|"
+    r"(?:issues?|problems?) found)\b",
     re.I,
 )
 #: a count of nothing (``failed=0``, ``0 errors``): no failure stated
