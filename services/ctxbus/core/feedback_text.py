@@ -58,6 +58,9 @@ _SUCCESS = re.compile(
             r"\b(?:lgtm|looks good|looks great|ship it|nailed it|problem solved|all (?:tests )?(?:pass|passing|green)|"
             r"tests (?:now )?pass)\b",
             r"\b(?:you|that|this) fixed (?:it|the)\b",
+            # a verdict word said and thanked for: "fixed, thanks", "solved! thank you"
+            r"\b(?:fixed|solved|resolved|works)\s*[,.!]+\s*(?:thanks|thank you|thx|ty|cheers)\b",
+            r"^\W*(?:fixed|solved|resolved)\W*$",
             r"\ball good\b|\bmuch better\b|\b(?:does|did|is) (?:exactly )?what i (?:wanted|asked for|needed)\b",
             r"\bexactly what i (?:wanted|needed|asked for)\b",
         )

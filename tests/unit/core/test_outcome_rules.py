@@ -115,6 +115,8 @@ FEEDBACK_CASES: dict[str, list[tuple[str, Outcome]]] = {
         ("yep, all good now. can you commit it?", Outcome.SUCCESSFUL),
         ("much better, thanks", Outcome.SUCCESSFUL),
         ("that's fine, the option does what I wanted", Outcome.SUCCESSFUL),
+        ("and after creating a project it says 15. fixed, thanks", Outcome.SUCCESSFUL),
+        ("solved! thank you", Outcome.SUCCESSFUL),
     ],
     "user_approves": [
         ("perfect", Outcome.SUCCESSFUL),
@@ -130,6 +132,7 @@ NOT_FEEDBACK = [
     "Can you check whether that works with Python 3.9?",
     "Add a check so the build fails when lint fails",
     "Do not run the migrations yet",
+    "the fixed header overlaps the menu, thanks for looking",
     "I want to see errors in the log with their request id",
     "<task-notification>Background task finished</task-notification>",
     "/clear",
