@@ -156,8 +156,23 @@ class Signature:
         return self.identifiers[0] if self.identifiers else self.headline
 
 
+#: BuildKit's step and time prefix (``#12 3.913 ``): the build step's own line follows it
+_BUILDKIT = re.compile(r"^#\d+ (?:\d+\.\d+ )?", re.M)
+#: a line that only announces an error (``error during build:``): the next line says which
+_ANNOUNCES = re.compile(r"^\W*(?:\w+ ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$")
+
+
 def clean(text: str) -> str:
-    return _ANSI.sub("", text)
+    return _BUILDKIT.sub("", _ANSI.sub("", text))
+
+
+def _said_next(text: str, start: int, line: str) -> str:
+    """A line that only announces an error, with the line after it (``error during build: src/a.ts (1:10): ...``)."""
+    if not _ANNOUNCES.match(line):
+        return line
+    rest = text[start:].split("\n", 2)
+    following = rest[1].strip() if len(rest) > 1 else ""
+    return f"{line} {' '.join(following.split())}" if following else line
 
 
 def _add(found: list[str], value: str) -> None:
@@ -212,7 +227,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
         for match in pattern.finditer(text):
             if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)):
                 continue  # a frame the error passed through (where, not what), or a test that passed
-            line = _clip(" ".join(match.group(0).split()))
+            line = _clip(_said_next(text, match.start(), " ".join(match.group(0).split())))
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
     # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what
@@ -240,6 +255,7 @@ _PASSED_LINE = re.compile(r"[\[(:]\s*(?:PASSED|PASS|OK|ok|SKIPPED|IGNORED)\s*[\]
 #: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn): the tool's own lines say what
 _WRAPPER = re.compile(
     r"(?:g?make(?:\[\d+\])?: \*\*\*|Error: Command exited with code \d+|npm ERR!|error Command failed with exit code|"
+    r"ERROR: (?:failed to solve: )?process \".*\" did not complete successfully|"
     r".*\bELIFECYCLE\b|Tests? Failed\. Exit: \d+)"
 )
 _BANNER = re.compile(r"_{4,}|={4,}|-{6,}")

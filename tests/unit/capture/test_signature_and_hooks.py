@@ -238,3 +238,17 @@ def test_paths_keep_route_brackets_and_plus_and_their_whole_extension() -> None:
     assert "/app/src/routes/bookings/[id]/+page.server.ts" in locations
     assert "src/app.html" in locations
     assert not any(p.endswith((".m", ".h")) for p in locations)  # never a prefix of the extension
+
+
+def test_a_docker_builds_error_is_the_build_steps_own_not_buildkits_wrapper_line() -> None:
+    out = (
+        "#12 [build 6/6] RUN npm run build\n#12 0.512 > vite build\n#12 3.912 x Build failed in 2.66s\n"
+        "#12 3.913 error during build:\n"
+        '#12 3.913 src/lib/server/api.ts (1:10): "PRIVATE_API_TOKEN" is not exported by "$env/static/private", '
+        'imported by "src/lib/server/api.ts".\n'
+        '#12 ERROR: process "/bin/sh -c npm run build" did not complete successfully: exit code: 1\n------\n'
+        'ERROR: failed to solve: process "/bin/sh -c npm run build" did not complete successfully: exit code: 1\n'
+    )
+    sig = signature_of(out)
+    assert "is not exported by" in sig.headline and "failed to solve" not in " ".join(sig.lines)
+    assert not sig.headline.startswith("#12")
