@@ -19,7 +19,16 @@ import re
 import shlex
 from collections.abc import Iterator
 
-from ctxbus.core.check_commands import BUILD, LINT, TEST, TYPECHECK, Check, check_of_command, check_of_segment
+from ctxbus.core.check_commands import (
+    BUILD,
+    LINT,
+    TEST,
+    TYPECHECK,
+    Check,
+    check_of_command,
+    check_of_segment,
+    gradle_task_kinds,
+)
 
 _SPLIT = re.compile(r"\|\||&&|[;|\n]")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -318,6 +327,9 @@ def checks_in(command: str) -> list[Check]:
         check = check_of_segment(segment) or extra_check(segment)
         if check is not None:
             found.setdefault(check_key(check), check)
+        # one gradle line runs several tasks: each task's kind is a check of its own (``./gradlew detekt test``)
+        for kind in gradle_task_kinds(_words(segment)):
+            found.setdefault(f"gradle:{kind}", Check("gradle", kind, "gradle"))
     return list(found.values())
 
 

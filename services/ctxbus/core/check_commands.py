@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 TEST = "test"
@@ -261,6 +262,16 @@ def _package_manager(words: list[str]) -> Check | None:
 
 def _gradle_task(task: str) -> bool:
     return any(task.startswith(prefix) for prefix, _ in _GRADLE_TASKS)
+
+
+def gradle_task_kinds(words: Sequence[str]) -> list[str]:
+    """The kinds of the check tasks one gradle invocation runs, in order, each once (``./gradlew ktlintCheck test``:
+    lint, test); nothing for another program."""
+    if not words or words[0].rsplit("/", 1)[-1] not in {"gradle", "gradlew"}:
+        return []
+    tasks = [w.lower().rsplit(":", 1)[-1] for w in words[1:] if not w.startswith("-") and "=" not in w]
+    kinds = [next(k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)) for t in tasks if _gradle_task(t)]
+    return list(dict.fromkeys(kinds))
 
 
 def _build_tool(words: list[str]) -> Check | None:

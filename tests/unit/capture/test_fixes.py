@@ -1,0 +1,115 @@
+"""The failure_fix rule: which error the edits fixed, and what fixed an error when no edit did."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ctxbus.capture.engine import capture_transcript
+from ctxbus.capture.items import SessionFacts
+from ctxbus.memory.model import MemoryItem
+
+from .transcript_builder import Transcript
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+PRETTIER_FAILS = (
+    "> web@1.0.0 lint\n> prettier --check . && eslint .\n\nChecking formatting...\n[warn] CHANGELOG.md\n"
+    "[warn] Code style issues found in 1 file. Run Prettier with --write to fix.\n"
+)
+ESLINT_FAILS = (
+    "> web@1.0.0 lint\n> prettier --check . && eslint .\n\nChecking formatting...\n"
+    "All matched files use Prettier code style!\n\n/home/dev/web/src/routes/bookings/[id]/+page.server.ts\n"
+    "  2:10  error  'fail' is defined but never used  @typescript-eslint/no-unused-vars\n\n"
+    "✖ 1 problem (1 error, 0 warnings)\n"
+)
+LINT_PASSES = "> web@1.0.0 lint\n> prettier --check . && eslint .\n\nAll matched files use Prettier code style!\n"
+
+
+def fixes(t: Transcript) -> list[MemoryItem]:
+    items = capture_transcript(t.data(), SessionFacts("acme/web", t.session_id, "Stop", None, NOW))
+    return [i for i in items if i.provenance and i.provenance.rule == "failure_fix"]
+
+
+def test_an_error_gone_after_a_command_changed_files_was_fixed_by_that_command_not_the_later_edits() -> None:
+    # the formatting error went away when a file was restored from main (no edit); the edits fixed the lint error
+    t = (
+        Transcript("s1", cwd="/home/dev/web")
+        .prompt("the CI lint job fails, fix it")
+        .bash("npm run lint", PRETTIER_FAILS, code=1)
+        .bash("git checkout main -- .prettierignore && npm run lint", ESLINT_FAILS, code=1)
+        .edit("/home/dev/web/src/routes/bookings/[id]/+page.server.ts", "return {", "return fail(400, {")
+        .bash("npm run lint", LINT_PASSES)
+        .say("Lint passes: the unused import is used now.")
+    )
+    lint, style = sorted(fixes(t), key=lambda i: "Code style" in i.content)
+    assert "no-unused-vars" in lint.title and "+page.server.ts" in lint.content and "Code style" not in lint.content
+    assert "Code style issues found" in style.content and "git checkout main -- .prettierignore" in style.content
+    assert "+page.server.ts" not in style.content
+
+
+SQLX_FAILS = (
+    "error: `SQLX_OFFLINE=true` but there is no cached data for this query, run `cargo sqlx prepare` to update the "
+    "query cache or unset `SQLX_OFFLINE`\n  --> src/repo/accounts.rs:14:5\nmake: *** [Makefile:4: check] Error 101\n"
+)
+CLIPPY_FAILS = (
+    "error: redundant closure\n  --> src/routes/accounts.rs:31:22\n   = help: for further information visit "
+    "https://rust-lang.github.io/rust-clippy/master/index.html#redundant_closure\n"
+    "make: *** [Makefile:4: check] Error 101\n"
+)
+
+
+def test_an_error_fixed_by_running_a_generator_no_list_knows_names_the_command() -> None:
+    t = (
+        Transcript("s1", cwd="/home/kai/ledger-api")
+        .prompt("add GET /accounts/:id/balance")
+        .edit("/home/kai/ledger-api/src/repo/accounts.rs", "", "sqlx::query_as!(Balance, ...)")
+        .bash("make check", SQLX_FAILS, code=2)
+        .bash("cargo sqlx prepare -- --all-targets", "query data written to .sqlx in the current directory")
+        .bash("git status --short .sqlx", "?? .sqlx/query-1f2e.json")
+        .bash("make check", CLIPPY_FAILS, code=2)
+        .edit("/home/kai/ledger-api/src/routes/a.rs", ".map_err(|e| AppError::from(e))", ".map_err(AppError::from)")
+        .bash("make check", "Finished `dev` profile\ntest result: ok. 12 passed; 0 failed")
+        .say("Balance endpoint added; make check passes.")
+    )
+    by_error = {("no cached data" in i.content): i for i in fixes(t)}
+    assert set(by_error) == {True, False}
+    assert "cargo sqlx prepare" in by_error[True].content and "map_err" not in by_error[True].content
+    assert "redundant" in by_error[False].content
+
+
+def test_an_error_that_went_away_with_nothing_done_for_it_is_no_lesson() -> None:
+    t = (
+        Transcript("s1", cwd="/home/dev/web")
+        .prompt("the CI lint job fails, fix it")
+        .bash("npm run lint", PRETTIER_FAILS, code=1)
+        .bash("npm run lint", ESLINT_FAILS, code=1)
+        .edit("/home/dev/web/src/routes/bookings/[id]/+page.server.ts", "return {", "return fail(400, {")
+        .bash("npm run lint", LINT_PASSES)
+        .say("Lint passes.")
+    )
+    (lint,) = fixes(t)
+    assert "no-unused-vars" in lint.title and "Code style" not in lint.content
+
+
+DETEKT_FAILS = (
+    "> Task :detekt FAILED\n"
+    "/home/s/inv/src/main/kotlin/inv/ReservationService.kt:23:18: The caught exception is too generic. "
+    "[TooGenericExceptionCaught]\n\nFAILURE: Build failed with an exception.\nBUILD FAILED in 9s\n"
+)
+GRADLE_PASSES = "> Task :detekt\n> Task :test\n\nBUILD SUCCESSFUL in 31s\n"
+
+
+def test_one_gradle_line_that_runs_several_tasks_verifies_each_tasks_errors() -> None:
+    t = (
+        Transcript("s1", cwd="/home/s/inv")
+        .prompt("detekt fails on main, fix it")
+        .bash("./gradlew detekt", DETEKT_FAILS, code=1)
+        .edit(
+            "/home/s/inv/src/main/kotlin/inv/ReservationService.kt", "catch (e: Exception)", "catch (e: SQLException)"
+        )
+        .bash("./gradlew detekt test", GRADLE_PASSES)
+        .say("detekt and the tests pass.")
+    )
+    (fix,) = fixes(t)
+    assert "TooGenericExceptionCaught" in fix.title
