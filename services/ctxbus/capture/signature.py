@@ -95,8 +95,9 @@ _FAILED_TESTS = (
     # many runners' own marker, then the test's name: busted's ``Fail || name``, alcotest's ``[FAIL] suite 1 name``,
     # TAP's ``not ok 2 - name``
     re.compile(
-        r"^\s*(?:\[\s*(?i:FAIL(?:ED)?)\s*\]|FAIL(?:ED)?\b|Fail(?:ed)?\b|not ok \d+)\s*(?:\|\||[:-])?\s+"
-        r"(?=[A-Za-z_'\"`])(?=[^\n]*[A-Za-z]{2})([^\n]{3,100}?)\s*$",
+        r"^\s*(?:\[\s*(?i:FAIL(?:ED)?)\s*\]|FAIL(?:ED)?\b|Fail(?:ed)?\b|not ok \d+)[ \t]*(?:\|\||[:-])?[ \t]+"
+        # (not go's package line, ``FAIL\tgithub.com/acme/svc/store\t0.388s``: a package, no test)
+        r"(?=[A-Za-z_'\"`])(?![\w./-]+\s+\d+(?:\.\d+)?s\s*$)(?=[^\n]*[A-Za-z]{2})([^\n]{3,100}?)\s*$",
         re.M,
     ),
 )
@@ -159,7 +160,7 @@ class Signature:
 #: BuildKit's step and time prefix (``#12 3.913 ``): the build step's own line follows it
 _BUILDKIT = re.compile(r"^#\d+ (?:\d+\.\d+ )?", re.M)
 #: a line that only announces an error (``error during build:``): the next line says which
-_ANNOUNCES = re.compile(r"^\W*(?:\w+ ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$")
+_ANNOUNCES = re.compile(r"^\W*(?:\w+:? ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$")
 
 
 def clean(text: str) -> str:
@@ -270,7 +271,7 @@ def _clip(line: str) -> str:
 
 
 #: a line of a stack trace (it names a file the error passed through, not one it is in)
-_FRAME = re.compile(r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x)|:\d+: in \w|\(package:")
+_FRAME = re.compile(r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x|Error Trace:)|:\d+: in \w|\(package:")
 #: a file:line (or file(line,col)) reference
 _LOCATED_PATH = re.compile(_PATH.pattern.replace("(?::\\d+)?", "(?=:\\d+|\\(\\d+)"))
 

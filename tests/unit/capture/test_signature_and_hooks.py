@@ -252,3 +252,16 @@ def test_a_docker_builds_error_is_the_build_steps_own_not_buildkits_wrapper_line
     sig = signature_of(out)
     assert "is not exported by" in sig.headline and "failed to solve" not in " ".join(sig.lines)
     assert not sig.headline.startswith("#12")
+
+
+def test_testify_says_its_error_on_the_line_after_error_and_gos_package_line_names_no_test() -> None:
+    out = (
+        "--- FAIL: TestGetRoute_NoCarrier (0.03s)\n    store_test.go:64: \n"
+        "        \tError Trace:\t/home/o/svc/internal/store/store_test.go:64\n"
+        "        \tError:      \tReceived unexpected error:\n"
+        "        \t            \tcan't scan into dest[3] (col: carrier_code): cannot scan NULL into *string\n"
+        "        \tTest:       \tTestGetRoute_NoCarrier\nFAIL\nFAIL\tgithub.com/acme/svc/internal/store\t0.388s\nFAIL\n"
+    )
+    sig = signature_of(out)
+    assert sig.identifiers == ("TestGetRoute_NoCarrier",)
+    assert "cannot scan NULL into *string" in sig.headline
