@@ -30,7 +30,7 @@ _OPENER = re.compile(
 _ANYWHERE = re.compile(
     r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|"
     r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward|we \w+\b[^.]{0,80}\beverywhere|"
-    r"\bno \w[^.]{0,80},? ever)\b",
+    r"\bno [\w`'\"][^!?]{0,80}?,? ever)\b",
     re.I,
 )
 #: "X, not Y" / "instead of Y": a preference stated anywhere in the clause
@@ -50,7 +50,8 @@ _ONE_OFF = re.compile(
 _NEGATIVE = re.compile(
     r"\b(?:never|don'?t|do not|must(?:n'?t| not)|should(?:n'?t| not)|avoid|stop using|no more)\b", re.I
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+#: a sentence ends at . ! or ? and a space, not after an abbreviation (``i.e. shfmt -i 2``)
+_SENTENCE = re.compile(r"(?<![\s(]i\.e\.)(?<![\s(]e\.g\.)(?<!\setc\.)(?<!\svs\.)(?<=[.!?])\s+|\n+")
 QUOTE_CHARS = 400
 #: a rejection sentence this short that opens a prompt says what the rule after it is about
 OPENING_CHARS = 80

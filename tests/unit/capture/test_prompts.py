@@ -119,3 +119,16 @@ def test_dont_do_anything_either_is_an_order_at_hand() -> None:
     assert (
         rule_in("actually stop. I don't want a refactor now. don't push anything either, I'll upload manually") is None
     )
+
+
+def test_no_code_in_backticks_ever_is_a_rule() -> None:
+    rule = rule_in("before you go on: no `.unwrap()` in handlers, ever. everything goes through AppError with `?`")
+    assert rule is not None and "AppError" in rule.quote
+
+
+def test_an_abbreviation_does_not_end_the_rules_sentence() -> None:
+    rule = rule_in(
+        "whoa, no. never run bare `shfmt -w .` here: it uses tabs. We format with the Makefile's flags "
+        "(`make fmt FILES=...`, i.e. shfmt -i 2 -ci) and only the files you touched. Revert the others."
+    )
+    assert rule is not None and "shfmt -i 2 -ci" in rule.quote
