@@ -20,7 +20,8 @@ _OPENER = re.compile(
     r"(?:always|never|(?:don'?t|do not)(?! (?:want|need|know|think|see|understand|care|mind|remember|like)\b)|"
     r"stop (?:using|doing|adding|calling|writing|putting|running|committing)|avoid|every \w+(?: \w+){0,3} "
     r"(?:is|are|must|should|goes|go|needs?|has to|have to)\b|"
-    r"use (?!(?:the|that|this|these|those|it|a|an|my|your|one)\b)|prefer|only use|"
+    r"use (?!(?:the|that|this|these|those|it|a|an|my|your|one)\b)|prefer|"
+    r"only (?:use|run|format|touch|edit|change|commit|push|deploy|install|import|call|add|write)\b|"
     r"we (?:always|never|use|don'?t|do not|prefer|only|keep|run|put|write|name|should|must|need to)|"
     r"(?:you|everyone|everything|all \w+) (?:should|must|need to|has to|have to)(?:n'?t| not)?|"
     r"make sure (?:to|you) always|(?:the|our) (?:rule|convention|policy|standard)(?: here)? is (?!in\b|at\b))",

@@ -132,3 +132,12 @@ def test_an_abbreviation_does_not_end_the_rules_sentence() -> None:
         "(`make fmt FILES=...`, i.e. shfmt -i 2 -ci) and only the files you touched. Revert the others."
     )
     assert rule is not None and "shfmt -i 2 -ci" in rule.quote
+
+
+def test_only_doing_something_is_a_rule_too() -> None:
+    rule = rule_in(
+        "ugh, don't run prettier --write on the whole repo. CHANGELOG.md and app.html are formatted by hand. "
+        "only format the files your change touched: `npm run format -- <files>`"
+    )
+    assert rule is not None and "npm run format -- <files>" in rule.quote
+    assert rule_in("only two tests failed, the rest passed") is None
