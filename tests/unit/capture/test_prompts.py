@@ -141,3 +141,8 @@ def test_only_doing_something_is_a_rule_too() -> None:
     )
     assert rule is not None and "npm run format -- <files>" in rule.quote
     assert rule_in("only two tests failed, the rest passed") is None
+
+
+def test_what_holds_on_this_machine_or_for_now_is_no_rule() -> None:
+    assert rule_in("my ssh agent is broken on this box, use https with this token: abc") is None
+    assert rule_in("leave it, we'll revisit the threshold with the team — don't wire codecov either") is None
