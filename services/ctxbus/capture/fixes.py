@@ -141,6 +141,7 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                         open_errors.remove(error)
             if same is not None:
                 same.hits += 1
+                same.signature = same.signature.then(sig)
                 same.command = step.run.command
                 same.resolved = False
                 same.output = step.output

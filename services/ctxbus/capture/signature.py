@@ -143,6 +143,23 @@ class Signature:
     #: the lines that state the error, in order (at most ERROR_LINES)
     lines: tuple[str, ...] = ()
 
+    def then(self, later: Signature) -> Signature:
+        """This error as a later run of the same failure showed it: what the later run says first (it is what the
+        edits after it fixed), then what only this one said (a test that failed on a connection, then on a missing
+        registration)."""
+        if later == self:
+            return self
+
+        def both(first: tuple[str, ...], second: tuple[str, ...], most: int) -> tuple[str, ...]:
+            return tuple(dict.fromkeys((*first, *second)))[:most]
+
+        return Signature(
+            both(later.identifiers, self.identifiers, MAX_IDENTIFIERS),
+            later.headline or self.headline,
+            both(later.locations, self.locations, MAX_IDENTIFIERS),
+            both(later.lines, self.lines, ERROR_LINES),
+        )
+
     def same_error(self, other: Signature) -> bool:
         if self.identifiers and other.identifiers:
             return bool(set(self.identifiers) & set(other.identifiers))

@@ -113,3 +113,26 @@ def test_one_gradle_line_that_runs_several_tasks_verifies_each_tasks_errors() ->
     )
     (fix,) = fixes(t)
     assert "TooGenericExceptionCaught" in fix.title
+
+
+def test_a_test_that_fails_again_with_another_error_is_learned_with_the_error_its_fix_fixed() -> None:
+    first = (
+        "FAILED tests/tasks/test_email.py::test_sent_once - kombu.exceptions.OperationalError: Error 111 connecting\n"
+        "1 failed in 0.4s\n"
+    )
+    then = (
+        "FAILED tests/tasks/test_email.py::test_sent_once - celery.exceptions.NotRegistered: 'app.tasks_email.send'\n"
+        "1 failed in 0.3s\n"
+    )
+    t = (
+        Transcript("s1", cwd="/home/m/app")
+        .prompt("add a send_delivery_email task and test it")
+        .bash("pytest tests/tasks -q", first, code=1)
+        .edit("/home/m/app/tests/tasks/test_email.py", "", "app.conf.task_always_eager = True")
+        .bash("pytest tests/tasks -q", then, code=1)
+        .edit("/home/m/app/app/celery_app.py", 'include=["app.tasks"]', 'include=["app.tasks", "app.tasks_email"]')
+        .bash("pytest tests/tasks -q", "2 passed in 0.3s\n")
+        .say("The task is registered and its test passes.")
+    )
+    (fix,) = fixes(t)
+    assert "NotRegistered" in fix.content and "OperationalError" in fix.content
