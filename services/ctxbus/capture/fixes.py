@@ -7,6 +7,7 @@ knows is a check by its repetition (:func:`ctxbus.capture.checks.repeated_keys`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -95,6 +96,8 @@ def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
 
 
 TASK_CONTEXT_CHARS = 160
+#: a finding that says its severity right after its place: ``src/a.clj:22:7: error: Unresolved symbol: x``
+_SEVERITY_AT = re.compile(r"^\S+:\d+(?::\d+)?:\s*(?:error|warning)\b:?\s+\S", re.I)
 #: the kind (and family prefix) of an error opened by a command that is a check by its repetition
 REPEATED = "repeated"
 
@@ -230,9 +233,10 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
     merged: list[tuple[list[str], list[str], Signature]] = []
     for path, lines in groups.items():
         sig = signature_of("\n".join(lines))
-        # an error of its own names its code or rule; lines that name none only point there (the rule was on the
-        # line before) or are style notes (``Warning: Eta reduce``): they go with the first part
-        stated = bool(sig.identifiers)
+        # an error of its own names its code or rule, or says it is an error or a warning where it is
+        # (``db.clj:4:5: warning: namespace ... is required but never used``); lines that say neither only point
+        # there (the rule was on the line before) or are style notes (``Warning: Eta reduce``): they go with the first
+        stated = bool(sig.identifiers) or any(_SEVERITY_AT.match(line) for line in lines)
         twin = next((m for m in merged if not stated or m[2].same_error(sig)), None)
         if twin is None:
             merged.append(([path], list(lines), sig))

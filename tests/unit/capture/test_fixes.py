@@ -136,3 +136,25 @@ def test_a_test_that_fails_again_with_another_error_is_learned_with_the_error_it
     )
     (fix,) = fixes(t)
     assert "NotRegistered" in fix.content and "OperationalError" in fix.content
+
+
+KONDO_FAILS = (
+    "src/quotes/handlers.clj:22:7: error: Unresolved symbol: respons\n"
+    "src/quotes/db.clj:4:5: warning: namespace next.jdbc.result-set is required but never used\n"
+    "linting took 412ms, errors: 1, warnings: 1\nmake: *** [Makefile:9: lint] Error 3\n"
+)
+
+
+def test_an_error_and_a_warning_in_two_files_each_fixed_in_its_own_are_two_learnings() -> None:
+    t = (
+        Transcript("s1", cwd="/home/i/quotes")
+        .prompt("CI is red on the lint step, fix it")
+        .bash("make lint", KONDO_FAILS, code=2)
+        .edit("/home/i/quotes/src/quotes/handlers.clj", "(respons 200)", "(response 200)")
+        .edit("/home/i/quotes/src/quotes/db.clj", "[next.jdbc.result-set :as rs]", "")
+        .bash("make lint", "linting took 398ms, errors: 0, warnings: 0\n")
+        .say("Lint is clean.")
+    )
+    by_file = {("handlers.clj" in i.title): i for i in fixes(t)}
+    assert set(by_file) == {True, False}
+    assert "Unresolved symbol" in by_file[True].content and "required but never used" in by_file[False].content
