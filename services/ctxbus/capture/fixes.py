@@ -22,19 +22,10 @@ from ctxbus.capture.checks import (
     rewrites_files,
     segments_of,
 )
+from ctxbus.capture.edits import bare_command, basename, gist, quotable, relative
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
-from ctxbus.capture.signature import (
-    Signature,
-    bare_command,
-    basename,
-    findings_by_file,
-    gist,
-    quotable,
-    relative,
-    signature_of,
-    unformatted,
-)
+from ctxbus.capture.signature import Signature, findings_by_file, signature_of, unformatted
 from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step, resumed_task_of
 from ctxbus.core.check_commands import BUILD, TEST
 from ctxbus.core.outcome_rules import Verdict

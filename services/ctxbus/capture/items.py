@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from ctxbus.capture.edits import bare_command, basename
 from ctxbus.capture.lessons import Episode, Fix, Lesson, RuleName, Said
-from ctxbus.capture.signature import bare_command, basename
 from ctxbus.memory.consolidate import CAPTURED_CONFIDENCE
 from ctxbus.memory.model import (
     CAPTURED_SOURCE,

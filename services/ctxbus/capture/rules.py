@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ctxbus.capture.checks import check_key, repeated_keys
+from ctxbus.capture.edits import bare_command, basename, relative
 from ctxbus.capture.fixes import MAX_FILES, failure_fixes
 from ctxbus.capture.lessons import Episode, Lesson, RuleName, Said
 from ctxbus.capture.prompts import bare_go_on, remembered, rule_in
-from ctxbus.capture.signature import bare_command, basename, relative, signature_of
+from ctxbus.capture.signature import signature_of
 from ctxbus.capture.steps import (
     AnswerStep,
     EditStep,

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from ctxbus.capture.checks import only_rewrites, rewrites_files
+from ctxbus.capture.edits import gist
 from ctxbus.capture.engine import capture_steps
 from ctxbus.capture.items import SessionFacts
-from ctxbus.capture.signature import gist, signature_of
+from ctxbus.capture.signature import signature_of
 from ctxbus.capture.steps import AnswerStep, EditStep, PromptStep, RunStep, ShellStep, Step, hook_step
 
 from .transcript_builder import PYTEST_FAIL, PYTEST_PASS
