@@ -83,6 +83,8 @@ _FAILED_TESTS = (
     re.compile(r"^\s*(?:×|✕|✗)\s+(.+?)(?:\s+\d+\s*ms)?\s*$", re.M),  # vitest / jest list
     re.compile(r"^test ([\w:]+) \.\.\. FAILED", re.M),  # cargo test
     re.compile(r"^rspec \./[\w/.-]+:\d+ # (.+)$", re.M),  # rspec
+    re.compile(r"^crystal spec [\w/.-]+:\d+ # (.+)$", re.M),  # crystal spec's rerun line
+    re.compile(r"^#\s+Failed test '([^'\n]{3,100})'", re.M),  # Test::More (prove)
     re.compile(r"^\s*([\w.]+ > [\w ()\[\]'.-]+?) FAILED\s*$", re.M),  # gradle
     re.compile(r"^\s*(?:Failed|FAIL!?)\s+([\w.]+(?:Test|Tests|Spec)\w*)", re.M),  # dotnet, maven
     # Maven surefire 3: ``[ERROR] com.acme.FooTest.rejectsBlank -- Time elapsed: 0.06 s <<< FAILURE!`` (class.method)
@@ -96,6 +98,8 @@ _FAILED_TESTS = (
     # TAP's ``not ok 2 - name``
     re.compile(
         r"^\s*(?:\[\s*(?i:FAIL(?:ED)?)\s*\]|FAIL(?:ED)?\b|Fail(?:ed)?\b|not ok \d+)[ \t]*(?:\|\||[:-])?[ \t]+"
+        # (not a tally or a heading: ``Failed tests:  5, 7``, ``Failed examples:``)
+        r"(?!(?:tests?|examples?|specs?|subtests?)\s*:)"
         # (not go's package line, ``FAIL\tgithub.com/acme/svc/store\t0.388s``: a package, no test)
         r"(?=[A-Za-z_'\"`])(?![\w./-]+\s+\d+(?:\.\d+)?s\s*$)(?=[^\n]*[A-Za-z]{2})([^\n]{3,100}?)\s*$",
         re.M,
@@ -119,7 +123,7 @@ _PATH = re.compile(
 )
 #: identifiers that name nothing in particular
 _GENERIC = frozenset(
-    {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit"}
+    {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit", "Failure/Error"}
     # log levels and verdict words that tools print in brackets (Maven's ``[INFO]``, ``[ERROR]``)
     | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
     | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}

@@ -266,3 +266,24 @@ def test_testify_says_its_error_on_the_line_after_error_and_gos_package_line_nam
     sig = signature_of(out)
     assert sig.identifiers == ("TestGetRoute_NoCarrier",)
     assert "cannot scan NULL into *string" in sig.headline
+
+
+def test_test_more_and_crystal_spec_name_their_failed_tests_not_their_tallies() -> None:
+    prove = (
+        "t/api/transfers.t ..... 1/? \n#   Failed test 'split legs sum to the total'\n"
+        "#   at t/api/transfers.t line 41.\n"
+        "#          got: '999'\n#     expected: '1000'\n# Looks like you failed 1 test of 9.\n"
+        "Test Summary Report\n-------------------\nt/api/transfers.t   (Wstat: 512 (exited 2) Tests: 9 Failed: 1)\n"
+        "  Failed tests:  5\nResult: FAIL\n"
+    )
+    assert signature_of(prove).identifiers[0] == "split legs sum to the total"
+    crystal = (
+        "Failures:\n\n  1) Admin pickups DELETE /admin/pickups/:id removes the pickup\n"
+        "     Failure/Error: response.status_code.should eq 204\n\n       Expected: 204\n            got: 404\n\n"
+        "20 examples, 1 failures, 0 errors, 0 pending\n\nFailed examples:\n\n"
+        "crystal spec spec/routes/admin/pickups_spec.cr:5 "
+        "# Admin pickups DELETE /admin/pickups/:id removes the pickup\n"
+    )
+    ids = signature_of(crystal).identifiers
+    assert ids[0] == "Admin pickups DELETE /admin/pickups/:id removes the pickup"
+    assert "examples" not in ids and "Failure/Error" not in ids
