@@ -260,6 +260,16 @@ def _package_manager(words: list[str]) -> Check | None:
     return Check(f"{pm} test" if found[0] == "test" else f"{pm} run {found[0]}", found[1])
 
 
+#: a shell redirection as a word of its own (``2>&1``, ``>``, ``>>log``, ``<in``)
+_REDIRECT = re.compile(r"^\d*(?:[<>]|&>)")
+
+
+def _targets(words: Sequence[str]) -> list[str]:
+    """A build tool's targets or tasks: its words but options, assignments and redirections (``make test 2>&1``,
+    ``./gradlew test > build.log``), lower-cased."""
+    return [w.lower() for w in words[1:] if not w.startswith("-") and "=" not in w and not _REDIRECT.match(w)]
+
+
 def _gradle_task(task: str) -> bool:
     return any(task.startswith(prefix) for prefix, _ in _GRADLE_TASKS)
 
@@ -269,14 +279,14 @@ def gradle_task_kinds(words: Sequence[str]) -> list[str]:
     lint, test); nothing for another program."""
     if not words or words[0].rsplit("/", 1)[-1] not in {"gradle", "gradlew"}:
         return []
-    tasks = [w.lower().rsplit(":", 1)[-1] for w in words[1:] if not w.startswith("-") and "=" not in w]
+    tasks = [t.rsplit(":", 1)[-1] for t in _targets(words)]
     kinds = [next(k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)) for t in tasks if _gradle_task(t)]
     return list(dict.fromkeys(kinds))
 
 
 def _build_tool(words: list[str]) -> Check | None:
     tool = words[0].rsplit("/", 1)[-1]
-    targets = [w.lower() for w in words[1:] if not w.startswith("-") and "=" not in w]
+    targets = _targets(words)
     if tool in {"mvn", "mvnw"}:
         kinds = [_MAVEN_GOALS[t] for t in targets if t in _MAVEN_GOALS]
         return Check("maven", TEST if TEST in kinds else BUILD, "maven") if kinds else None

@@ -29,6 +29,8 @@ CHECKS = [
     ("npx -y prettier --check .", "prettier", "lint"),
     ("make", "make", "build"),
     ("make test", "make test", "test"),
+    ("make test 2>&1 | tail -12", "make test", "test"),
+    ("./gradlew test > build.log 2>&1", "gradle", "test"),
     ("make -C backend lint", "make lint", "lint"),
     ("mvn -q clean install", "maven", "build"),
     ("mvn test -Dtest=AuthTest", "maven", "test"),
