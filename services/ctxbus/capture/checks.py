@@ -30,7 +30,43 @@ from ctxbus.core.check_commands import (
     gradle_task_kinds,
 )
 
-_SPLIT = re.compile(r"\|\||&&|[;|\n]")
+_OPERATORS = ("&&", "||", ";", "|", "\n")
+
+
+def split_commands(command: str) -> list[str]:
+    """The commands of a command line, split at ``&&``, ``||``, ``;``, ``|`` and newlines outside quotes
+    (``grep -E '^(error|warn)'`` is one command), each stripped; empty ones dropped."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote = ""
+    i, text = 0, command or ""
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\" and quote == '"' and i + 1 < len(text):
+                current.append(text[i : i + 2])
+                i += 2
+                continue
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "\\" and i + 1 < len(text):
+            current.append(text[i : i + 2])
+            i += 2
+            continue
+        else:
+            operator = next((op for op in _OPERATORS if text.startswith(op, i)), None)
+            if operator is not None:
+                parts.append("".join(current))
+                current = []
+                i += len(operator)
+                continue
+        current.append(char)
+        i += 1
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WRAPPERS = {
     "sudo",
@@ -159,7 +195,7 @@ def formatter_check(command: str) -> bool:
     """Whether a command line runs a formatter in its check mode (``stylua --check``, ``shfmt -d``): it fails by
     naming files, often with no error line at all."""
     return program_of(command) != "git" and any(
-        _REWRITE.search(seg) and _CHECK_MODE.search(seg) for seg in _SPLIT.split(command or "")
+        _REWRITE.search(seg) and _CHECK_MODE.search(seg) for seg in split_commands(command)
     )
 
 
@@ -180,7 +216,7 @@ def only_rewrites(command: str) -> bool:
     verifies nothing (``terraform fmt && terraform plan`` also verifies)."""
     doing = [
         seg
-        for seg in _SPLIT.split(command or "")
+        for seg in split_commands(command)
         if _segment_key(seg) is not None or check_of_segment(seg) is not None or extra_check(seg) is not None
     ]
     return bool(doing) and all(rewrites_files(seg) and not _ALSO_CHECKS.search(seg) for seg in doing)
@@ -188,7 +224,7 @@ def only_rewrites(command: str) -> bool:
 
 def _programs(command: str) -> Iterator[str]:
     """The programs a command line runs, in order (wrappers and ``VAR=value`` left out), by their basenames."""
-    for segment in _SPLIT.split(command or ""):
+    for segment in split_commands(command):
         words = _words(segment)
         if words and words[0] not in {"cd", "pushd"}:
             yield words[0].rsplit("/", 1)[-1]
@@ -212,13 +248,13 @@ def changes_files(command: str) -> bool:
     """Whether a command line may change the project (more than looking): a program no list knows as only looking,
     moving or fetching (``cargo sqlx prepare``, ``npm install``), or git restoring files."""
     return bool(repeated_keys(command)) or any(
-        _GIT_CHANGES.match(" ".join(seg.split())) for seg in _SPLIT.split(command or "")
+        _GIT_CHANGES.match(" ".join(seg.split())) for seg in split_commands(command)
     )
 
 
 def segments_of(command: str) -> set[str]:
     """The commands of a command line, each with its spaces normalised (``git checkout x && npm run lint``: two)."""
-    return {" ".join(seg.split()) for seg in _SPLIT.split(command or "") if seg.strip()}
+    return {" ".join(seg.split()) for seg in split_commands(command) if seg.strip()}
 
 
 def repeated_key(command: str) -> str | None:
@@ -233,7 +269,7 @@ def repeated_keys(command: str) -> list[str]:
     """The keys (:func:`repeated_key`) of every segment of a command line, in order
     (``npm install && npx cdk synth``: ``npm install``, ``cdk synth``)."""
     keys: list[str] = []
-    for key in map(_segment_key, _SPLIT.split(command or "")):
+    for key in map(_segment_key, split_commands(command)):
         if key is not None and key not in keys:
             keys.append(key)
     return keys
@@ -321,7 +357,7 @@ def check_key(check: Check) -> str:
 def checks_in(command: str) -> list[Check]:
     """Every check a command line runs, in order (each family once)."""
     found: dict[str, Check] = {}
-    for segment in _SPLIT.split(command or ""):
+    for segment in split_commands(command):
         if not segment.strip():
             continue
         check = check_of_segment(segment) or extra_check(segment)
