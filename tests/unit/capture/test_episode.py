@@ -50,3 +50,21 @@ def test_a_reply_that_reports_a_failure_is_still_no_task() -> None:
     )
     (episode,) = episodes(t)
     assert "single use" in episode.title and "tests are failing" not in episode.content
+
+
+def test_a_failed_line_failed_in_its_last_command_not_in_every_command_before_it() -> None:
+    # ``buf --version && make proto`` failed in make proto; buf --version (never run again) did not fail
+    lint = 'proto/r.proto:16:3:Enum zero value name "R_UNKNOWN" should be suffixed with "_UNSPECIFIED". (ENUM_ZERO)\n'
+    t = (
+        Transcript("s1", cwd="/home/o/svc")
+        .prompt("add a status enum to Route in proto/r.proto")
+        .edit("/home/o/svc/proto/r.proto", "message Route {", "enum Status { R_UNKNOWN = 0; }\nmessage Route {")
+        .bash("make proto", lint + "make: *** [Makefile:6: proto] Error 100", code=2)
+        .bash("buf --version && which buf", "1.28.1\n/opt/homebrew/bin/buf\n")
+        .bash("buf --version && make proto", "1.47.2\n" + lint + "make: *** [Makefile:6: proto] Error 100", code=2)
+        .edit("/home/o/svc/proto/r.proto", "R_UNKNOWN = 0", "R_UNSPECIFIED = 0")
+        .bash("make proto", "buf generate\n")
+        .say("The enum is in and make proto passes.")
+    )
+    (episode,) = episodes(t)
+    assert "status enum" in episode.title
