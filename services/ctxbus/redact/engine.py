@@ -326,7 +326,10 @@ class KeywordRule:
             operator = text[end : assigned.start(group)]
             by_space = "=" not in operator and ":" not in operator
             at_line_start = _LINE_START.search(text, max(0, start - 16), start) is not None
-            env = at_line_start and name.isupper() and operator == "="
+            # ``KEY=VALUE`` as a shell writes it: at a line's start, or after a space in prose ("push it.
+            # GEM_HOST_API_KEY=rubygems_…")
+            spaced = start == 0 or text[start - 1].isspace()
+            env = (at_line_start or spaced) and name.isupper() and operator == "="
             if not by_space or name.startswith("--"):
                 quoted = group != "bare"
                 if not quoted and "=" not in operator and not at_line_start and not name.startswith("--"):

@@ -155,6 +155,7 @@ TOKENS: tuple[Rule, ...] = (
     _rule("google-oauth-token", _tok(r"ya29") + r"\.[0-9A-Za-z_-]{20,2048}", ("ya29.",)),
     _rule("google-oauth-secret", _tok(r"GOCSPX-") + r"[0-9A-Za-z_-]{28}", ("gocspx-",)),
     _rule("npm-token", _tok(r"npm_") + r"[A-Za-z0-9]{36}", ("npm_",)),
+    _rule("rubygems-key", _tok(r"rubygems_") + r"[0-9a-f]{48}(?![0-9a-f])", ("rubygems_",)),
     _rule("pypi-token", _tok(r"pypi-AgE") + r"[A-Za-z0-9_-]{50,1024}", ("pypi-age",)),
     _rule("huggingface-token", _tok(r"hf_") + r"[A-Za-z]{34}(?![A-Za-z0-9])", ("hf_",)),
     _rule("twilio-key", _tok(r"SK") + r"[0-9a-f]{32}(?![0-9a-f])", ("sk",)),
