@@ -275,10 +275,15 @@ def print_report(result: dict[str, Any], *, verbose: bool = False) -> None:
             met = [
                 (r["precision"] or 0) >= TARGETS["precision"],
                 (r["recall"] or 0) >= TARGETS["recall"],
-                "top3" not in r or (r["top3"] or 0) >= TARGETS["top3"],
                 r["secrets_stored"] == TARGETS["secrets"],
             ]
-            print(f"  done-when targets (precision 0.8, recall 0.7, top-3 0.7, 0 secrets): {sum(met)} of 4 met")
+            if "top3" in r:
+                met.append((r["top3"] or 0) >= TARGETS["top3"])
+            missing = "" if "top3" in r else " (top 3 not measured)"
+            print(
+                f"  done-when targets (precision 0.8, recall 0.7, top-3 0.7, 0 secrets): {sum(met)} of {len(met)} "
+                f"measured met{missing}"
+            )
         if verbose:
             for e in r["errors"]:
                 print(f"    {e['file']}: wrong {e['wrong']} missed {e['missed']}")

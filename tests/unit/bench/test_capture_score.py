@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctxbus.bench.capture_score import Lesson, score_session
 from ctxbus.memory.model import CAPTURED_SOURCE, MemoryItem, Provenance
 
@@ -51,3 +53,17 @@ def test_the_matching_finds_the_pairing_that_order_would_miss() -> None:
 def test_planted_secrets_are_counted_once_each() -> None:
     leaked = item("a", "remember", "the key is AKIAABCDEFGHIJKLMNOP, twice AKIAABCDEFGHIJKLMNOP")
     assert score_session("f", [leaked], [], ["AKIAABCDEFGHIJKLMNOP", "not-there"]).secrets_found == 1
+
+
+def test_the_report_counts_only_the_targets_it_measured(capsys: pytest.CaptureFixture[str]) -> None:
+    from ctxbus.bench.capture import print_report
+
+    part = {
+        "path": "p", "sessions": 1, "projects": 1, "items": 1, "correct": 1, "precision": 1.0,
+        "precision_interval": None, "lessons": 1, "recalled": 1, "recall": 1.0, "recall_interval": None,
+        "recall_by_kind": {}, "precision_by_rule": {}, "nothing_sessions": 0, "nothing_sessions_with_items": 0,
+        "secrets_planted": 0, "secrets_stored": 0, "cpu_s_per_mb": 0.1, "cpu_s": 0.0, "transcript_mb": 0.0,
+        "errors": [],
+    }  # fmt: skip
+    print_report({"heldout": part})
+    assert "3 of 3 measured met (top 3 not measured)" in capsys.readouterr().out
