@@ -29,7 +29,7 @@ _OPENER = re.compile(
 )
 #: a standing rule anywhere in a clause: "migrations must never be edited", "X is not allowed", "from now on"
 _ANYWHERE = re.compile(
-    r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|"
+    r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|we (?:always|never) \w+|"
     r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward|we \w+\b[^.]{0,80}\beverywhere|"
     r"\bno [\w`'\"][^!?]{0,80}?,? ever)\b",
     re.I,
@@ -46,7 +46,8 @@ _ONE_OFF = re.compile(
     r"\b(?:never ?mind|no (?:thanks|worries|problem|need)|the other (?:one|file|function|test)|that one|this one|"
     r"this time|just this|for now|right now|line \d+|that file|wrong file|not that|the previous|go back|undo that|"
     r"revert (?:that|it|this)|don'?t (?:worry|bother|forget)|just (?:the|this|that)|for this (?:one|task|pr|change)|"
-    r"(?:on|with) this (?:box|machine|laptop|computer|host|token|password|key)|(?:don'?t|do not) [^.]{0,60}\beither)\b",
+    r"(?:on|with) this (?:box|machine|laptop|computer|host|token|password|key)|(?:don'?t|do not) [^.]{0,60}\beither|"
+    r"hold off|just tell me|until (?:the )?\d{1,2}(?:st|nd|rd|th)\b)\b",
     re.I,
 )
 _NEGATIVE = re.compile(

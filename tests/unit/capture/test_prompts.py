@@ -146,3 +146,16 @@ def test_only_doing_something_is_a_rule_too() -> None:
 def test_what_holds_on_this_machine_or_for_now_is_no_rule() -> None:
     assert rule_in("my ssh agent is broken on this box, use https with this token: abc") is None
     assert rule_in("leave it, we'll revisit the threshold with the team — don't wire codecov either") is None
+
+
+def test_what_we_always_do_is_a_rule_wherever_it_stands_in_the_sentence() -> None:
+    rule = rule_in(
+        "no, stop. for anything native we always use `npx expo install`, it resolves the SDK compatible version "
+        "itself. never plain npm install / @latest for those."
+    )
+    assert rule is not None and "npx expo install" in rule.quote and "npm install" in rule.quote
+
+
+def test_holding_off_until_a_date_is_no_rule() -> None:
+    said = "actually no, hold off, we're in the release freeze until the 28th. just tell me roughly, don't run anything"
+    assert rule_in(said) is None
