@@ -41,9 +41,11 @@ _RULE_IDS = re.compile(
 #: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
 #: last bullet of a finding (the Dart analyzer's ``• unused_import``), ids after a finding's file (pint's
 #: ``⨯ app/Foo.php   no_unused_imports``)
+#: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)
+_DIAGNOSTIC_ID = re.compile(r"^\W*(?:Diagnostic ID|Rule ID|Error code):\s+([A-Za-z][\w:./-]{2,80})\s*$", re.M)
 _MORE_RULE_IDS = re.compile(
     r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
-    r"(?<![\w\[-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:|\s|$)|"
+    r"(?<![\w\[@.$-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:)|"
     r"(?<![\w.])([A-Z][a-z]+[A-Z]?\w*\.[A-Z]\w+):\s|"
     r"•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
     r"\.[A-Za-z]{1,5}\s{2,}([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:,\s*[a-z_]+)*\s*$",
@@ -232,6 +234,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
                 _add(found, group)
     for match in _RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
+    for match in _DIAGNOSTIC_ID.finditer(text):
+        _add(found, match.group(1))
     for match in _MORE_RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
     for match in _LINTER.finditer(text):

@@ -287,3 +287,15 @@ def test_test_more_and_crystal_spec_name_their_failed_tests_not_their_tallies() 
     ids = signature_of(crystal).identifiers
     assert ids[0] == "Admin pickups DELETE /admin/pickups/:id removes the pickup"
     assert "examples" not in ids and "Failure/Error" not in ids
+
+
+def test_steep_names_its_diagnostic_and_code_with_an_index_is_no_rule() -> None:
+    out = (
+        "lib/tally/counter.rb:28:8: [error] Cannot find the declaration of method: `merge`\n"
+        "│ Diagnostic ID: Ruby::UndeclaredMethodDefinition\n│\n└     def merge(other)\n\n"
+        "lib/tally/counter.rb:30:23: [error] Type `(::Integer | nil)` does not have method `+`\n"
+        "│ Diagnostic ID: Ruby::NoMethod\n│\n└         @counts[key] = @counts[key] + n\n"
+    )
+    ids = signature_of(out).identifiers
+    assert ids[:2] == ("Ruby::UndeclaredMethodDefinition", "Ruby::NoMethod")
+    assert not any("[key]" in i for i in ids)
