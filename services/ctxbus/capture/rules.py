@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -57,6 +58,9 @@ _ABANDON = (
     "let's leave it",
 )
 
+
+#: words that ask for more work after a revert ("revert that and use X instead", "revert it, then run Y")
+_ASKS_MORE = re.compile(r"\b(?:then|instead|run|use|fix|try|do it|rewrite|add|make)\b")
 
 #: the kind of a check by repetition, as evidence (neither a test nor a build to the outcome rules)
 REPEATED_KIND = "check"
@@ -129,7 +133,10 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
 def _gave_up(prompt: PromptStep) -> bool:
     """Whether a prompt gives the work up: a reply to the assistant that says so (a first prompt that says "revert
     X, then fix Y" asks for work)."""
-    return prompt.after_answer and any(word in prompt.text.lower()[:120] for word in _ABANDON)
+    head = prompt.text.lower()[:120]
+    said = [head.find(word) for word in _ABANDON if word in head]
+    # "revert that. ... run the autocorrect instead": a correction that asks for other work, not giving up
+    return prompt.after_answer and bool(said) and not _ASKS_MORE.search(prompt.text.lower(), min(said))
 
 
 def _after_giving_up(fix: Lesson, steps: Sequence[Step]) -> bool:

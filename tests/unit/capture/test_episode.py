@@ -68,3 +68,18 @@ def test_a_failed_line_failed_in_its_last_command_not_in_every_command_before_it
     )
     (episode,) = episodes(t)
     assert "status enum" in episode.title
+
+
+def test_revert_that_and_do_this_instead_is_a_correction_not_giving_up() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("the lint job is red on main. fix it")
+        .edit("/repo/.standard.yml", "", "ignore:\n  - lib/report.rb")
+        .say("I added an ignore for report.rb.")
+        .prompt("no, revert that. we never add ignores here. run the autocorrect and fix the rest by hand")
+        .edit("/repo/.standard.yml", "ignore:\n  - lib/report.rb", "")
+        .edit("/repo/lib/report.rb", "ljust(12)", "ljust(width)")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("Lint and tests pass.")
+    )
+    assert len(episodes(t)) == 1
