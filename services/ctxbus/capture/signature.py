@@ -41,6 +41,8 @@ _RULE_IDS = re.compile(
 #: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
 #: last bullet of a finding (the Dart analyzer's ``• unused_import``), ids after a finding's file (pint's
 #: ``⨯ app/Foo.php   no_unused_imports``)
+#: jest's suite that did not run, and the line that says why (``● Test suite failed to run`` then the error)
+_SUITE_DID_NOT_RUN = re.compile(r"^\s*●\s+Test suite failed to run\s*\n(?:[ \t]*\n)*[ \t]*(\S[^\n]{3,300})$", re.M)
 #: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)
 _DIAGNOSTIC_ID = re.compile(r"^\W*(?:Diagnostic ID|Rule ID|Error code):\s+([A-Za-z][\w:./-]{2,80})\s*$", re.M)
 _MORE_RULE_IDS = re.compile(
@@ -126,6 +128,8 @@ _PATH = re.compile(
 #: identifiers that name nothing in particular
 _GENERIC = frozenset(
     {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit", "Failure/Error"}
+    # jest's heading of a suite that did not run: the line after it says why
+    | {"Test suite failed to run"}
     # log levels and verdict words that tools print in brackets (Maven's ``[INFO]``, ``[ERROR]``)
     | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
     | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}
@@ -247,6 +251,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
     for match in _GO_PANIC.finditer(text):
         _add(found, match.group(1))
     at: dict[str, int] = {}
+    for match in _SUITE_DID_NOT_RUN.finditer(text):
+        at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
     for pattern in (_HEADLINE, _LOCATED):
         for match in pattern.finditer(text):
             if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)):

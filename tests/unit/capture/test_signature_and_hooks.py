@@ -299,3 +299,15 @@ def test_steep_names_its_diagnostic_and_code_with_an_index_is_no_rule() -> None:
     ids = signature_of(out).identifiers
     assert ids[:2] == ("Ruby::UndeclaredMethodDefinition", "Ruby::NoMethod")
     assert not any("[key]" in i for i in ids)
+
+
+def test_a_jest_suite_that_failed_to_run_says_why_on_its_next_line() -> None:
+    out = (
+        "FAIL src/components/__tests__/OfflineBanner.test.tsx\n  ● Test suite failed to run\n\n"
+        "    [@RNC/NetInfo]: NativeModule: NetInfo is null. To fix this issue try these steps:\n"
+        "    * If you are getting this error while unit testing you need to mock the native module.\n\n"
+        "      at Object.require (src/components/OfflineBanner.tsx:1:1)\n"
+    )
+    sig = signature_of(out)
+    assert sig.headline.startswith("[@RNC/NetInfo]: NativeModule: NetInfo is null")
+    assert "Test suite failed to run" not in sig.identifiers
