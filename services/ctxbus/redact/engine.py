@@ -239,6 +239,16 @@ _ASSIGN = re.compile(
 )
 #: a token in prose right after a secret word ("the api key is 8f3a…", "token: abc…")
 _NEAR_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_.~-])[A-Za-z0-9+/=_.~-]{16,512}")
+#: a password as people make them up: letters of both cases, a digit and a symbol, 8 to 64 characters, one word
+_PASSWORD_SHAPED = re.compile(
+    r"(?<![^\s'\"`(])(?=[^\s'\"`]*[a-z])(?=[^\s'\"`]*[A-Z])(?=[^\s'\"`]*\d)(?=[^\s'\"`]*[!@#$%^&*?~+=])"
+    r"[^\s'\"`,;)]{8,64}(?![^\s'\"`,;).])"
+)
+#: names after which a password-shaped token anywhere in the sentence is taken as the password
+_PASSWORD_WORD = re.compile(r"passw|pwd|passphrase")
+_SENTENCE_END = re.compile(r"[\n.!?]\s")
+#: how far into the sentence after a password word a password-shaped token is looked for
+_SENTENCE_REACH = 120
 _PLACEHOLDER = re.compile(
     r"(?i)none|null|nil|true|false|undefined|empty|redacted|required|optional|string|str|bytes|int|bool|"
     r"secretstr|any|object|number|boolean|password|secret|token|x{3,}|\*+|\.{2,}|-+|_+|\[[^\]]*\]|"
@@ -330,7 +340,10 @@ class KeywordRule:
             # GEM_HOST_API_KEY=rubygems_…")
             spaced = start == 0 or text[start - 1].isspace()
             env = (at_line_start or spaced) and name.isupper() and operator == "="
-            if not by_space or name.startswith("--"):
+            # a strong name, a space and a quoted value: a key and its value as a command's arguments
+            # (``pulumi config set dbPassword 'Wz4!…'``)
+            spaced_quote = by_space and strong and group != "bare"
+            if not by_space or name.startswith("--") or spaced_quote:
                 quoted = group != "bare"
                 if not quoted and "=" not in operator and not at_line_start and not name.startswith("--"):
                     strong = False  # "one pass: …", "secret: the gateway's": prose after a colon
@@ -343,7 +356,11 @@ class KeywordRule:
             return None
         near = _NEAR_TOKEN.search(text, end, min(len(text), end + self.near + 512))
         if near is None or near.start() - end > self.near:
-            return None
+            # a password-shaped token later in the same sentence ("the db password is garbage, use Hx7$mN2!qR9s")
+            shaped = _PASSWORD_SHAPED.search(text, end, min(len(text), end + _SENTENCE_REACH))
+            if shaped is None or not _PASSWORD_WORD.search(lowered) or _SENTENCE_END.search(text, end, shaped.start()):
+                return None
+            return shaped.start(), shaped.end(), "password-in-prose"
         between = text[end : near.start()]
         if "\n" in between or len(between.split()) > 3 or not self._high_entropy(near.group()):
             return None
@@ -353,6 +370,8 @@ class KeywordRule:
         value = value.strip()
         if len(value) < 3 or value.startswith((MARK_PREFIX, PRIVATE_MARK)) or _PLACEHOLDER.fullmatch(value):
             return False
+        if not quoted and value.startswith("-"):
+            return False  # the next option, not a value: ``--secret --stack dev``
         if "://" in value and "@" not in value:
             return False  # a plain URL (one with a password in it is the url-password rule's)
         if _NUMBER.fullmatch(value) and not (env and strong):
