@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-PARTS = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
 #: the parts judged against the done-when targets (no rule tuned on them before their one blind print)
-JUDGED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+JUDGED = tuple(f"heldout{n}" for n in ("", 2, 3, 4, 5, 6, 7, 8, 9))
+PARTS = ("fit", *JUDGED)
