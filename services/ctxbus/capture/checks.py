@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
+from functools import lru_cache
 
 from ctxbus.core.check_commands import (
     BUILD,
@@ -30,41 +31,36 @@ from ctxbus.core.check_commands import (
     gradle_task_kinds,
 )
 
-_OPERATORS = ("&&", "||", ";", "|", "\n")
+#: a command line's pieces: a quoted string (whole), an escaped character, an operator, or a run of anything else
+_PIECES = re.compile(r"""'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|&&|\|\||[;|\n]|[^'"\\&|;\n]+|[&\\]""", re.S)
+_OPERATOR_PIECES = frozenset({"&&", "||", ";", "|", "\n"})
+
+
+def forget_commands() -> None:
+    """Drop the command lines kept while a session was read (they may hold what redaction would remove)."""
+    _split_commands.cache_clear()
+    _segment_words.cache_clear()
 
 
 def split_commands(command: str) -> list[str]:
     """The commands of a command line, split at ``&&``, ``||``, ``;``, ``|`` and newlines outside quotes
     (``grep -E '^(error|warn)'`` is one command), each stripped; empty ones dropped."""
+    return list(_split_commands(command or ""))
+
+
+@lru_cache(maxsize=1024)
+def _split_commands(command: str) -> tuple[str, ...]:
+    # a line is read by several rules (its checks, its repeated keys, what it changed): split once
     parts: list[str] = []
     current: list[str] = []
-    quote = ""
-    i, text = 0, command or ""
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\" and quote == '"' and i + 1 < len(text):
-                current.append(text[i : i + 2])
-                i += 2
-                continue
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "\\" and i + 1 < len(text):
-            current.append(text[i : i + 2])
-            i += 2
-            continue
+    for piece in _PIECES.findall(command):
+        if piece in _OPERATOR_PIECES:
+            parts.append("".join(current))
+            current = []
         else:
-            operator = next((op for op in _OPERATORS if text.startswith(op, i)), None)
-            if operator is not None:
-                parts.append("".join(current))
-                current = []
-                i += len(operator)
-                continue
-        current.append(char)
-        i += 1
+            current.append(piece)
     parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
+    return tuple(p.strip() for p in parts if p.strip())
 
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -115,6 +111,11 @@ _SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_.-]*$")
 
 
 def _words(segment: str) -> list[str]:
+    return list(_segment_words(segment))
+
+
+@lru_cache(maxsize=1024)
+def _segment_words(segment: str) -> tuple[str, ...]:
     try:
         words = shlex.split(segment) if len(segment) <= MAX_CHARS else segment.split()
     except ValueError:
@@ -122,7 +123,7 @@ def _words(segment: str) -> list[str]:
     i = 0
     while i < len(words) and (_ENV.match(words[i]) or words[i] in _WRAPPERS or words[i] in _RUN_WORDS):
         i += 1
-    return words[i:]
+    return tuple(words[i:])
 
 
 def extra_check(segment: str) -> Check | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ctxbus.capture.checks import forget_commands
 from ctxbus.capture.items import FileHash, RedactText, SessionFacts, item_of, no_redaction
 from ctxbus.capture.rules import lessons_of
 from ctxbus.capture.steps import Step, transcript_steps
@@ -16,9 +17,12 @@ def capture_steps(
 ) -> list[MemoryItem]:
     """The items a session's steps teach, one per lesson (ids deterministic: see :mod:`ctxbus.capture.items`)."""
     items: dict[str, MemoryItem] = {}
-    for lesson in lessons_of(steps, facts.cwd):
-        item = item_of(lesson, facts, redact=redact, file_hash=file_hash)
-        items.setdefault(item.id, item)  # the same lesson twice in one session is one item
+    try:
+        for lesson in lessons_of(steps, facts.cwd):
+            item = item_of(lesson, facts, redact=redact, file_hash=file_hash)
+            items.setdefault(item.id, item)  # the same lesson twice in one session is one item
+    finally:
+        forget_commands()  # a session's command lines are read once per session: kept no longer
     return list(items.values())
 
 

@@ -11,3 +11,17 @@ def test_a_pipe_or_ampersand_inside_quotes_does_not_split_the_line() -> None:
     assert repeated_keys(line) == ["sbt"]
     assert split_commands('git commit -m "fix a && b" && make test') == ['git commit -m "fix a && b"', "make test"]
     assert segments_of("make lint;make test") == {"make lint", "make test"}
+
+
+def test_the_command_lines_read_for_a_session_are_not_kept_after_it() -> None:
+    from datetime import UTC, datetime
+
+    from ctxbus.capture.checks import _split_commands
+    from ctxbus.capture.engine import capture_transcript
+    from ctxbus.capture.items import SessionFacts
+
+    from .transcript_builder import PYTEST_PASS, Transcript
+
+    t = Transcript("s1").prompt("run the tests").bash("DB_PASSWORD=hunter2 pytest -q", PYTEST_PASS).say("They pass.")
+    capture_transcript(t.data(), SessionFacts("acme/web", "s1", "Stop", None, datetime(2026, 11, 27, tzinfo=UTC)))
+    assert _split_commands.cache_info().currsize == 0
