@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ctxbus.capture.checks import repeated_keys, segments_of, split_commands
 
 
@@ -25,3 +30,13 @@ def test_the_command_lines_read_for_a_session_are_not_kept_after_it() -> None:
     t = Transcript("s1").prompt("run the tests").bash("DB_PASSWORD=hunter2 pytest -q", PYTEST_PASS).say("They pass.")
     capture_transcript(t.data(), SessionFacts("acme/web", "s1", "Stop", None, datetime(2026, 11, 27, tzinfo=UTC)))
     assert _split_commands.cache_info().currsize == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab '\"\\|&;\n-=")), max_size=60))
+def test_any_command_line_splits_into_pieces_of_itself(line: str) -> None:
+    parts = split_commands(line)
+    assert all(part and part == part.strip() and part in line for part in parts)
+    if not any(c in line for c in "'\"\\"):  # with no quoting, nothing but the operators and spaces is lost
+        expected = re.sub(r"&&|\|\||[;|\n]", "", line)
+        assert "".join("".join(parts).split()) == "".join(expected.split())
