@@ -62,6 +62,9 @@ _ABANDON = (
 #: words that ask for more work after a revert ("revert that and use X instead", "revert it, then run Y")
 _ASKS_MORE = re.compile(r"\b(?:then|instead|run|use|fix|try|do it|rewrite|add|make)\b")
 
+#: the user doing it themselves, just before such a word ("I'll fix it", "we will run it")
+_SELF = re.compile(r"\b(?:i'll|i will|i'd|i can|we'll|we will|let me)\s+(?:\w+\s+)?$")
+
 #: the kind of a check by repetition, as evidence (neither a test nor a build to the outcome rules)
 REPEATED_KIND = "check"
 
@@ -135,8 +138,15 @@ def _gave_up(prompt: PromptStep) -> bool:
     X, then fix Y" asks for work)."""
     head = prompt.text.lower()[:120]
     said = [head.find(word) for word in _ABANDON if word in head]
-    # "revert that. ... run the autocorrect instead": a correction that asks for other work, not giving up
-    return prompt.after_answer and bool(said) and not _ASKS_MORE.search(prompt.text.lower(), min(said))
+    if not prompt.after_answer or not said:
+        return False
+    # "revert that. ... run the autocorrect instead": a correction that asks the assistant for other work, not
+    # giving up ("forget it, I'll fix it myself" asks nothing of it)
+    text = prompt.text.lower()
+    asks = (
+        m for m in _ASKS_MORE.finditer(text, min(said)) if not _SELF.search(text, max(0, m.start() - 12), m.start())
+    )
+    return next(asks, None) is None
 
 
 def _after_giving_up(fix: Lesson, steps: Sequence[Step]) -> bool:

@@ -83,3 +83,12 @@ def test_revert_that_and_do_this_instead_is_a_correction_not_giving_up() -> None
         .say("Lint and tests pass.")
     )
     assert len(episodes(t)) == 1
+
+
+def test_forget_it_ill_fix_it_myself_still_gives_the_work_up() -> None:
+    from ctxbus.capture.rules import _gave_up
+    from ctxbus.capture.steps import PromptStep
+
+    assert _gave_up(PromptStep("forget it, revert that, I'll fix it myself tomorrow", True))
+    assert _gave_up(PromptStep("leave it, revert the change", True))
+    assert not _gave_up(PromptStep("no, revert that. run the autocorrect and fix the rest by hand", True))
