@@ -123,7 +123,7 @@ _HEADLINE = re.compile(
 #: a path with a source-like extension (the whole of it: ``app.html`` is no ``app.h``), optionally with :line; route
 #: folders keep their brackets and a ``+`` (``routes/[id]/+page.svelte``, ``app/(shop)/page.tsx``)
 _PATH = re.compile(
-    r"(?<![\w/.+\]-])((?:~?/)?(?:[\w.@+\[\]()-]+/)*[\w.@+\[\]-]+\.(?:py|pyi|ts|tsx|mts|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|ino|swift|scala|sc|sbt|vue|svelte|sql|toml|yaml|yml|json|gradle|erb|dart|hs|clj|cljs|cljc|edn|sol|[rR]|Rmd|ml|mli|zig|lua|m|mm|xml|tf|tpl|sh|proto|html|css|scss|cfg|ini|properties|fs|elm|jl|nim|cr|groovy|pm|pl|t|ps1|psm1|psd1|erl|hrl|bats|bash|gd|nims))(?![\w-])(?::\d+)?"
+    r"(?<![\w/.+\]-])((?:~?/)?(?:[\w.@+\[\]-][\w.@+\[\]()-]*/(?:[\w.@+\[\]()-]+/)*)?[\w.@+\[\]-]+\.(?:py|pyi|ts|tsx|mts|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|ino|swift|scala|sc|sbt|vue|svelte|sql|toml|yaml|yml|json|gradle|erb|dart|hs|clj|cljs|cljc|edn|sol|[rR]|Rmd|ml|mli|zig|lua|m|mm|xml|tf|tpl|sh|proto|html|css|scss|cfg|ini|properties|fs|elm|jl|nim|cr|groovy|pm|pl|t|ps1|psm1|psd1|erl|hrl|bats|bash|gd|nims))(?![\w-])(?::\d+)?"
 )
 #: identifiers that name nothing in particular
 _GENERIC = frozenset(

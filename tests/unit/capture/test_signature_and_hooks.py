@@ -311,3 +311,8 @@ def test_a_jest_suite_that_failed_to_run_says_why_on_its_next_line() -> None:
     sig = signature_of(out)
     assert sig.headline.startswith("[@RNC/NetInfo]: NativeModule: NetInfo is null")
     assert "Test suite failed to run" not in sig.identifiers
+
+
+def test_a_path_in_parentheses_is_the_path_not_the_parenthesis_and_route_groups_stay() -> None:
+    out = "      at Object.require (src/components/Banner.tsx:1:1)\nerror in app/(shop)/cart/page.tsx:3:1 boom\n"
+    assert signature_of(out).locations == ("src/components/Banner.tsx", "app/(shop)/cart/page.tsx")
