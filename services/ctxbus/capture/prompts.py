@@ -44,7 +44,8 @@ _REJECT = re.compile(r"^\s*(?:actually[\s,]+)?(?:no|nope|nah|wrong|stop|hold on|
 #: one-off redirections and small talk: not rules
 _ONE_OFF = re.compile(
     r"\b(?:never ?mind|no (?:thanks|worries|problem|need)|the other (?:one|file|function|test)|that one|this one|"
-    r"this time|just this|for now|right now|line \d+|that file|wrong file|not that|the previous|go back|undo that|"
+    r"this time|just this|for now|right now|line \d+|"
+    r"that file(?! (?:is|gets|will|must|should|has)\b)|wrong file|not that|the previous|go back|undo that|"
     r"revert (?:that|it|this)|don'?t (?:worry|bother|forget)|just (?:the|this|that)|for this (?:one|task|pr|change)|"
     r"(?:on|with) this (?:box|machine|laptop|computer|host|token|password|key)|(?:don'?t|do not) [^.]{0,60}\beither|"
     r"hold off|just tell me|until (?:the )?\d{1,2}(?:st|nd|rd|th)\b)\b",

@@ -159,3 +159,10 @@ def test_what_we_always_do_is_a_rule_wherever_it_stands_in_the_sentence() -> Non
 def test_holding_off_until_a_date_is_no_rule() -> None:
     said = "actually no, hold off, we're in the release freeze until the 28th. just tell me roughly, don't run anything"
     assert rule_in(said) is None
+
+
+def test_a_rule_whose_reason_says_that_file_is_still_a_rule() -> None:
+    said = "whoa, no. never put a password in Pulumi.<stack>.yaml in plain text, that file is committed."
+    rule = rule_in(said)
+    assert rule is not None and rule.negative and "plain text" in rule.quote
+    assert rule_in("no, that file. the other one") is None
