@@ -158,3 +158,22 @@ def test_an_error_and_a_warning_in_two_files_each_fixed_in_its_own_are_two_learn
     by_file = {("handlers.clj" in i.title): i for i in fixes(t)}
     assert set(by_file) == {True, False}
     assert "Unresolved symbol" in by_file[True].content and "required but never used" in by_file[False].content
+
+
+def test_another_subcommand_of_the_same_tool_passing_before_any_change_does_not_close_the_error() -> None:
+    failed = (
+        '[error] Migration DoctrineMigrations\\Version20260925151204 failed during Execution. Error: "An exception '
+        'occurred while executing a query: SQLSTATE[42701]: Duplicate column: 7 ERROR:  column "sku" of relation '
+        '"product" already exists"\n'
+    )
+    t = (
+        Transcript("s1", cwd="/home/n/shop")
+        .prompt("I added a sku field to Product and generated a migration but migrate fails locally. can you look")
+        .bash("bin/console doctrine:migrations:migrate -n", failed, code=1)
+        .bash("bin/console doctrine:migrations:status", ">> Executed: 12\n>> New: 1\n")
+        .edit("/home/n/shop/migrations/Version20260925151204.php", "ADD sku VARCHAR(32)", "")
+        .bash("bin/console doctrine:migrations:migrate -n", "[notice] finished in 41ms, used 14M memory\n")
+        .say("The duplicate migration no longer adds the column; migrate passes.")
+    )
+    (fix,) = fixes(t)
+    assert "42701" in fix.content and "Version20260925151204.php" in fix.content
