@@ -39,6 +39,12 @@ _PREFERENCE = re.compile(r"\b(?:instead of|rather than|over)\b|,\s*not\s+[\w@./:
 _CLAUSE = re.compile(
     r"\s*(?:[,;:]|\s[-\u2013\u2014]+\s)\s*|\s+(?:and|so|but)\s+(?=(?:we|you|always|never|don'?t|do not)\b)", re.I
 )
+#: things in general (a bare plural, no article) that never or always do something: "secrets never go into the image"
+_THINGS_NEVER = re.compile(
+    r"^(?!(?:the|a|an|this|that|these|those|my|your|our|its|his|her|their|it|its|some|all)\b)"
+    r"(?:[a-z][\w-]* )?[a-z][\w-]*s (?:never|always) [a-z]+\b",
+    re.I,
+)
 #: a reply that opens by rejecting the previous turn
 _REJECT = re.compile(r"^\s*(?:actually[\s,]+)?(?:no|nope|nah|wrong|stop|hold on|wait)\b[\s,.!:;-]+", re.I)
 #: one-off redirections and small talk: not rules
@@ -116,9 +122,11 @@ def rule_in(prompt: str) -> Rule | None:
         return None
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
     chosen: list[int] = []
+    rejected = bool(_REJECT.match(text))
     for i, sentence in enumerate(sentences[:8]):
         body = _REJECT.sub("", sentence, count=1) if i == 0 else sentence
-        if body and _is_rule(body):
+        # after a rejection, what things never or always do is the rule broken ("no, components never inject X")
+        if body and (_is_rule(body) or (rejected and _THINGS_NEVER.match(body) and not _ONE_OFF.search(body))):
             chosen.append(i)
     if not chosen:
         return None

@@ -166,3 +166,15 @@ def test_a_rule_whose_reason_says_that_file_is_still_a_rule() -> None:
     rule = rule_in(said)
     assert rule is not None and rule.negative and "plain text" in rule.quote
     assert rule_in("no, that file. the other one") is None
+
+
+def test_after_a_rejection_what_things_never_or_always_do_is_a_rule() -> None:
+    rule = rule_in(
+        "no, components never inject HttpClient directly. Everything goes through the typed IAppointmentsApi."
+    )
+    assert rule is not None and rule.negative and "IAppointmentsApi" in rule.quote
+    said = "no, absolutely not. that bakes the token into the image. secrets never go into the image, only at runtime"
+    assert rule_in(said) is not None
+    assert rule_in("the tests never pass on my laptop, any idea?") is None  # no rejection: a report
+    assert rule_in("no, the cookie never gets set") is None  # a thing, not things: what happens
+    assert rule_in("no, the tests never pass on CI") is None  # these tests: what happens
