@@ -255,7 +255,7 @@ def changes_files(command: str) -> bool:
 
 def segments_of(command: str) -> set[str]:
     """The commands of a command line, each with its spaces normalised (``git checkout x && npm run lint``: two)."""
-    return {" ".join(seg.split()) for seg in split_commands(command) if seg.strip()}
+    return {" ".join(seg.split()) for seg in split_commands(command)}
 
 
 def repeated_key(command: str) -> str | None:
@@ -359,8 +359,6 @@ def checks_in(command: str) -> list[Check]:
     """Every check a command line runs, in order (each family once)."""
     found: dict[str, Check] = {}
     for segment in split_commands(command):
-        if not segment.strip():
-            continue
         check = check_of_segment(segment) or extra_check(segment)
         if check is not None:
             found.setdefault(check_key(check), check)

@@ -170,10 +170,13 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
 
 def _note_ran(step: Step, open_errors: Sequence[_Open]) -> None:
     """A command that ran without failing and may have changed files, for the open errors it did not come from."""
-    command = step.run.command if isinstance(step, RunStep) else step.command if isinstance(step, ShellStep) else None
-    if command is None or (isinstance(step, ShellStep) and step.failed) or not changes_files(command):
+    if isinstance(step, RunStep) and step.run.verdict is not Verdict.FAILED:
+        command = step.run.command
+    elif isinstance(step, ShellStep) and not step.failed:
+        command = step.command
+    else:
         return
-    if isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
+    if not changes_files(command):
         return
     bare = bare_command(command)
     for error in open_errors:

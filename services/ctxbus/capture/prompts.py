@@ -41,7 +41,7 @@ _CLAUSE = re.compile(
 )
 #: things in general (a bare plural, no article) that never or always do something: "secrets never go into the image"
 _THINGS_NEVER = re.compile(
-    r"^(?!(?:the|a|an|this|that|these|those|my|your|our|its|his|her|their|it|its|some|all)\b)"
+    r"^(?!(?:the|a|an|this|that|these|those|my|your|our|its|his|her|their|it|some|all)\b)"
     r"(?:[a-z][\w-]* )?[a-z][\w-]*s (?:never|always) [a-z]+\b",
     re.I,
 )

@@ -81,13 +81,14 @@ def _repeated_runs(
     (its keys are remembered), and a later pass of a key that failed before (an install that passes proves
     nothing; ``deno task ci`` passing after it failed does)."""
     command = _command(step)
-    keys = [k for k in repeated_keys(command) if k in rerun]
+    every = repeated_keys(command)
+    keys = [k for k in every if k in rerun]
     if isinstance(step, ShellStep) and step.failed:
         sig = signature_of(step.output)
         if not (sig.identifiers or sig.headline):
             return []
         # a line fails in its last command: the ones before it ran to the end (``buf --version && make proto``)
-        keys = [k for k in keys if k == repeated_keys(command)[-1]]
+        keys = [k for k in keys if k == every[-1]]
         failed_keys.update(keys)
         verdict, detail = Verdict.FAILED, sig.headline
     elif isinstance(step, RunStep) and step.run.verdict is not Verdict.PASSED:

@@ -262,7 +262,7 @@ _NOT_SECRET_NAME = re.compile(
 )
 #: names a prose token may follow ("the api key is …"; not "pass" or a bare "key": too common in prose)
 _PROSE_NAME = re.compile(
-    r"secret|token|passw|pwd|passphrase|credential|auth|(?:api|access|signing|private|hmac|encryption)[ _-]?key"
+    rf"secret|token|{_PASSWORD_WORD.pattern}|credential|auth|(?:api|access|signing|private|hmac|encryption)[ _-]?key"
 )
 _LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:-[ \t]+|export[ \t]+|\$[ \t]+)?$")
 _LOWER_RUN = re.compile(r"[a-z]+")

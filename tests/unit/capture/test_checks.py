@@ -19,16 +19,12 @@ def test_a_pipe_or_ampersand_inside_quotes_does_not_split_the_line() -> None:
 
 
 def test_the_command_lines_read_for_a_session_are_not_kept_after_it() -> None:
-    from datetime import UTC, datetime
-
     from ctxbus.capture.checks import _split_commands
-    from ctxbus.capture.engine import capture_transcript
-    from ctxbus.capture.items import SessionFacts
 
-    from .transcript_builder import PYTEST_PASS, Transcript
+    from .transcript_builder import PYTEST_PASS, Transcript, capture
 
     t = Transcript("s1").prompt("run the tests").bash("DB_PASSWORD=hunter2 pytest -q", PYTEST_PASS).say("They pass.")
-    capture_transcript(t.data(), SessionFacts("acme/web", "s1", "Stop", None, datetime(2026, 11, 27, tzinfo=UTC)))
+    capture(t)
     assert _split_commands.cache_info().currsize == 0
 
 

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from ctxbus.capture.engine import capture_transcript
-from ctxbus.capture.items import SessionFacts
 from ctxbus.memory.model import MemoryItem
 
-from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript
-
-NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript, capture, of_rule
 
 
 def episodes(t: Transcript) -> list[MemoryItem]:
-    items = capture_transcript(t.data(), SessionFacts("acme/web", t.session_id, "Stop", None, NOW))
-    return [i for i in items if i.provenance and i.provenance.rule == "episode"]
+    return of_rule(capture(t), "episode")
 
 
 def test_a_first_prompt_that_reports_a_failure_is_the_task_not_feedback() -> None:

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from ctxbus.capture.engine import capture_transcript
-from ctxbus.capture.items import SessionFacts
 from ctxbus.memory.model import MemoryItem
 
-from .transcript_builder import Transcript
-
-NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-
+from .transcript_builder import Transcript, capture, of_rule
 
 PRETTIER_FAILS = (
     "> web@1.0.0 lint\n> prettier --check . && eslint .\n\nChecking formatting...\n[warn] CHANGELOG.md\n"
@@ -27,8 +20,7 @@ LINT_PASSES = "> web@1.0.0 lint\n> prettier --check . && eslint .\n\nAll matched
 
 
 def fixes(t: Transcript) -> list[MemoryItem]:
-    items = capture_transcript(t.data(), SessionFacts("acme/web", t.session_id, "Stop", None, NOW))
-    return [i for i in items if i.provenance and i.provenance.rule == "failure_fix"]
+    return of_rule(capture(t), "failure_fix")
 
 
 def test_an_error_gone_after_a_command_changed_files_was_fixed_by_that_command_not_the_later_edits() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from ctxbus.capture.engine import capture_transcript
@@ -11,21 +9,11 @@ from ctxbus.capture.items import SessionFacts
 from ctxbus.capture.signature import signature_of
 from ctxbus.memory.model import MemoryItem, MemoryKind, Outcome
 
-from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript
-
-NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-
-
-def capture(t: Transcript, project: str = "acme/web") -> list[MemoryItem]:
-    return capture_transcript(t.data(), SessionFacts(project, t.session_id, "Stop", None, NOW))
+from .transcript_builder import NOW, PYTEST_FAIL, PYTEST_PASS, Transcript, capture, of_rule
 
 
 def rules(items: list[MemoryItem]) -> list[str]:
     return [i.provenance.rule for i in items if i.provenance]
-
-
-def of_rule(items: list[MemoryItem], rule: str) -> list[MemoryItem]:
-    return [i for i in items if i.provenance and i.provenance.rule == rule]
 
 
 def fail_fix_pass(session: str = "s1", hits: int = 1) -> Transcript:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
+from ctxbus.capture.engine import capture_transcript
+from ctxbus.capture.items import SessionFacts
+from ctxbus.memory.model import MemoryItem
+
 CWD = "/home/dev/acme-web"
+#: the clock every captured test item is stamped with
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 
 class Transcript:
@@ -124,3 +131,13 @@ acme/auth/reset.py:42: TokenReused
 FAILED tests/auth/test_reset.py::test_link_is_single_use - assert 200 == 410
 1 failed, 11 passed in 0.61s"""
 PYTEST_PASS = "............                                                            [100%]\n12 passed in 0.58s"
+
+
+def capture(t: Transcript, project: str = "acme/web") -> list[MemoryItem]:
+    """The items capture makes of a test transcript, as the Stop hook would."""
+    return capture_transcript(t.data(), SessionFacts(project, t.session_id, "Stop", None, NOW))
+
+
+def of_rule(items: list[MemoryItem], rule: str) -> list[MemoryItem]:
+    """The items a capture rule made (``failure_fix``, ``episode``, ``correction``, ``remember``)."""
+    return [i for i in items if i.provenance and i.provenance.rule == rule]
