@@ -14,12 +14,17 @@ could poll the broker itself):
    stack's major page faults during the request, and where the request's time went, hop by hop (from its records'
    timestamps, read at the end).
 
+With ``ping_every_s``, each silence is broken by a request every that many seconds, the last one that long before
+the timed request (:func:`ping_offsets`): the stack kept warm from outside, through its whole path, to show what that
+costs (the stack's share of a core during the pause) and what it buys (the timed request against the warm p50).
+
 Every prompt is new (a prompt asked again finds its query vector remembered).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -67,6 +72,26 @@ class _Gateway:
         return ms, bool(_context_of(answer)) if answer is not None else False
 
 
+def ping_offsets(pause_s: float, every_s: float) -> list[float]:
+    """When, in seconds into a ``pause_s`` silence, a keep-warm request is sent when one goes every ``every_s`` (0:
+    never): counted back from the timed request at the pause's end, so the last one is ``every_s`` before it."""
+    if every_s <= 0:
+        return []
+    count = math.ceil(pause_s / every_s) - 1
+    return [round(pause_s - k * every_s, 6) for k in range(count, 0, -1)]
+
+
+def _silence(pause_s: float, every_s: float, call: Callable[[], tuple[float, bool]]) -> list[float]:
+    """Wait ``pause_s``, with a request at each of :func:`ping_offsets`; their end-to-end milliseconds."""
+    started = time.monotonic()
+    pinged: list[float] = []
+    for offset in ping_offsets(pause_s, every_s):
+        time.sleep(max(0.0, started + offset - time.monotonic()))
+        pinged.append(call()[0])
+    time.sleep(max(0.0, started + pause_s - time.monotonic()))
+    return pinged
+
+
 def _stack_only(pids: dict[str, int]) -> dict[str, int]:
     """The stack's processes (the benchmark's own, which only waits, left out)."""
     return {name: pid for name, pid in pids.items() if name != "client"}
@@ -78,12 +103,46 @@ def _share(meter: CpuMeter) -> dict[str, float]:
     return share
 
 
+def _first_after(
+    pause: float,
+    ping_every_s: float,
+    gateway: _Gateway,
+    controls: Controls,
+    pids: dict[str, int],
+    warm_p50: float,
+    control_p50: dict[str, float],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """One silence (kept warm by a request every ``ping_every_s``, when above 0), then the timed request: its row."""
+    kept = f" (a request every {ping_every_s:g} s)" if ping_every_s > 0 else ""
+    say(f"{pause:g} s of silence{kept}, then one request")
+    during = CpuMeter(pids)
+    during.start()
+    pinged = _silence(pause, ping_every_s, gateway.call)
+    during.stop()
+    control = controls.measure()  # the machine after the same silence: the stack is not woken by it
+    faults = major_faults(pids)
+    ms, context = gateway.call()
+    row = pause_row(pause, ms, warm_p50, control, control_p50)
+    row |= {
+        "with_context": context,
+        "cpu_core_percent": _share(during),
+        "major_faults": fault_delta(faults, major_faults(pids)),
+        "case": gateway.calls[-1].case,
+    }
+    if ping_every_s > 0:
+        row["pings"] = {"every_s": ping_every_s, "count": len(pinged), "end_to_end_ms": summary(pinged)}
+    time.sleep(WARM_GAP_S)
+    return row
+
+
 def run(
     memories_count: int,
     *,
     warm: int = 20,
     idle_s: float = 60.0,
     pauses: tuple[float, ...] = DEFAULT_PAUSES,
+    ping_every_s: float = 0.0,
     say: Callable[[str], None] = lambda _m: None,
     **env: str,
 ) -> dict[str, Any]:
@@ -91,7 +150,9 @@ def run(
         pids = _stack_only(stack_pids(stack.proc.pid))
         runtime = json.loads((stack.settings.data_dir / "runtime.json").read_text())
         port, secret = int(runtime["gateway_port"]), read_secret({}, str(stack.settings.data_dir)) or ""
-        gateway = _Gateway(port, secret, _project_dir(stack.settings.data_dir), WARMUP_CALLS + warm + len(pauses))
+        pings = sum(len(ping_offsets(p, ping_every_s)) for p in pauses)
+        calls = WARMUP_CALLS + warm + len(pauses) + pings
+        gateway = _Gateway(port, secret, _project_dir(stack.settings.data_dir), calls)
         controls = Controls(open_embedder(stack.settings))  # its own embedder: the embed control
         say(f"stack up ({', '.join(f'{n} {p}' for n, p in pids.items())}); warming up")
         try:
@@ -116,25 +177,10 @@ def run(
             meter.start()
             time.sleep(idle_s)
             meter.stop()
-            after: list[dict[str, Any]] = []
-            for pause in pauses:
-                say(f"{pause:g} s of silence, then one request")
-                during = CpuMeter(pids)
-                during.start()
-                time.sleep(pause)
-                during.stop()
-                control = controls.measure()  # the machine after the same silence: the stack is not woken by it
-                faults = major_faults(pids)
-                ms, context = gateway.call()
-                row = pause_row(pause, ms, warm_p50, control, control_p50)
-                row |= {
-                    "with_context": context,
-                    "cpu_core_percent": _share(during),
-                    "major_faults": fault_delta(faults, major_faults(pids)),
-                    "case": gateway.calls[-1].case,
-                }
-                after.append(row)
-                time.sleep(WARM_GAP_S)
+            after = [
+                _first_after(pause, ping_every_s, gateway, controls, pids, warm_p50, control_p50, say)
+                for pause in pauses
+            ]
         finally:
             controls.close()
         topics = Topics(stack.settings.topic_prefix)
@@ -161,6 +207,7 @@ def run(
         "cpu_s_idle": {name: round(s, 3) for name, s in meter.used_s.items()},
         "after_silence": after,
         "doorbell": env.get("CTXBUS_KAFKA_DOORBELL", "default"),
+        "ping_every_s": ping_every_s,
     }
 
 
@@ -191,6 +238,12 @@ def print_report(result: dict[str, Any]) -> None:
             f"({row['vs_warm_p50']}x the warm p50; context {'yes' if row['with_context'] else 'no'}; "
             f"stack {row['cpu_core_percent']['total']:.1f}% of a core during the pause)"
         )
+        if "pings" in row:
+            pings = row["pings"]
+            print(
+                f"      kept warm: {pings['count']} requests during the pause, one every {pings['every_s']:g} s "
+                f"(p50 {pings['end_to_end_ms']['p50']:.1f} ms)"
+            )
         if "control" in row:
             ratios = row["control_vs_warm"]
             print(

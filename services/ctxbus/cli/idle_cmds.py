@@ -27,6 +27,14 @@ def register_bench(bsub: Any) -> None:
         help="seconds of silence before each timed first request, comma-separated (e.g. 2,5 for a quick run)",
     )
     idle.add_argument(
+        "--ping-every",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="during each silence, one request every SECONDS (the last that long before the timed one): what keeping "
+        "the whole path warm from outside costs and buys (0: a true silence)",
+    )
+    idle.add_argument(
         "--no-doorbell", action="store_true", help="the stack without the doorbell: its consumers poll the broker"
     )
     idle.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -49,6 +57,8 @@ def cmd_bench_idle(args: argparse.Namespace) -> int:
     pauses = parse_pauses(args.pauses)
     if args.memories < 1 or args.warm < 1 or args.idle_seconds <= 0:
         raise CliError("--memories, --warm and --idle-seconds must be positive")
+    if args.ping_every < 0:
+        raise CliError("--ping-every: seconds, not negative (0: no request during a silence)")
     if not sys.platform.startswith("linux"):
         raise CliError("ctxbus bench idle reads /proc: Linux only")
     env = {"CTXBUS_KAFKA_DOORBELL": "false"} if args.no_doorbell else {}
@@ -57,6 +67,7 @@ def cmd_bench_idle(args: argparse.Namespace) -> int:
         warm=args.warm,
         idle_s=args.idle_seconds,
         pauses=pauses,
+        ping_every_s=args.ping_every,
         say=lambda m: print(f"idle: {m}", file=sys.stderr, flush=True),
         **env,
     )
