@@ -140,6 +140,24 @@ JWT = _rule(
     _tok(r"eyJ") + r"[A-Za-z0-9_-]{5,4096}={0,2}\.[A-Za-z0-9_-]{2,8192}={0,2}(?:\.[A-Za-z0-9_\-+/=]{0,4096})?",
     ("eyj",),
 )
+#: Bundler's credentials for a gem source, by host: ``BUNDLE_GEM__FURY__IO=…`` (``__`` for a dot, ``___`` for a
+#: hyphen; in an environment, a YAML ``env:`` or a ``.bundle/config``) and ``bundle config [set] [--global] HOST
+#: CREDENTIALS``. Not the host-keyed settings that hold none (``BUILD__``, ``MIRROR__``, ``local.``), nor a value
+#: that is a reference (``$FURY_TOKEN``, ``${{ secrets.X }}``), an option or a path.
+_BUNDLER_VALUE = r"[ \t]*[\"']?(?P<s>[^\s\"'$<{\-/~.][^\s\"']{5,511})"
+BUNDLER_ENV = _rule(
+    "bundler-credential",
+    r"(?<![A-Za-z0-9_])BUNDLE_(?!BUILD__|MIRROR__)[A-Z0-9_]*[A-Z0-9]__[A-Z0-9_]*[A-Z0-9][ \t]*[=:]" + _BUNDLER_VALUE,
+    ("bundle_",),
+    "s",
+)
+BUNDLER_CONFIG = _rule(
+    "bundler-credential",
+    r"\bbundle config (?:set )?(?:--(?:global|local) )?(?!local\.|build\.|mirror\.)(?:https?://)?"
+    r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/?[ \t]" + _BUNDLER_VALUE,
+    ("bundle config",),
+    "s",
+)
 TOKENS: tuple[Rule, ...] = (
     _rule("github-token", _tok(r"github_pat_") + r"[A-Za-z0-9_]{22,255}", ("github_pat_",)),
     _rule("github-token", _tok(r"gh[pousr]_") + r"[A-Za-z0-9]{30,255}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
@@ -156,6 +174,8 @@ TOKENS: tuple[Rule, ...] = (
     _rule("google-oauth-secret", _tok(r"GOCSPX-") + r"[0-9A-Za-z_-]{28}", ("gocspx-",)),
     _rule("npm-token", _tok(r"npm_") + r"[A-Za-z0-9]{36}", ("npm_",)),
     _rule("rubygems-key", _tok(r"rubygems_") + r"[0-9a-f]{48}(?![0-9a-f])", ("rubygems_",)),
+    BUNDLER_ENV,
+    BUNDLER_CONFIG,
     _rule("pypi-token", _tok(r"pypi-AgE") + r"[A-Za-z0-9_-]{50,1024}", ("pypi-age",)),
     _rule("huggingface-token", _tok(r"hf_") + r"[A-Za-z]{34}(?![A-Za-z0-9])", ("hf_",)),
     _rule("twilio-key", _tok(r"SK") + r"[0-9a-f]{32}(?![0-9a-f])", ("sk",)),

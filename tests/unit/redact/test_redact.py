@@ -74,6 +74,10 @@ ORDINARY = [
     "https://example.com/path?page=2&sort=desc",
     "git@github.com:acme/app.git",
     "numpy==2.4.6 --hash=sha256:" + hashlib.sha256(b"numpy").hexdigest(),
+    # Bundler settings that are no credential, and credentials given by reference
+    "BUNDLE_BUILD__NOKOGIRI=--use-system-libraries\nBUNDLE_MIRROR__RUBYGEMS__ORG=https://gems.internal.example",
+    "env:\n  BUNDLE_GEM__FURY__IO: ${{ secrets.FURY_TOKEN }}\n  BUNDLE_GEMS__CONTRIBSYS__COM=$SIDEKIQ_CREDS",
+    "bundle config set --local path vendor/bundle && bundle config set --global gem.fury.io $FURY_TOKEN",
 ]
 
 
