@@ -62,6 +62,9 @@ class KafkaSettings(BaseSettings):
     #: how long a consumer with the doorbell keeps fetching after its last records before it sleeps (under load it
     #: never sleeps, and fetches exactly as without the doorbell)
     doorbell_awake_ms: int = Field(default=1_000, ge=0, le=600_000)
+    #: with the doorbell, the gateway rings the request path awake after this long without a hook, so the first
+    #: hook after a long silence finds it warm (ctxbus.gateway.path_tick; 0: never)
+    doorbell_warm_ms: int = Field(default=15_000, ge=0, le=600_000)
     #: a consumer group member's session; None: 6 s on the embedded broker (it holds a group's first join for
     #: half of it), aiokafka's 10 s on a cluster. Heartbeats go every sixth of it (every third on the embedded broker:
     #: each is a request an idle stack's broker answers, one per group member).

@@ -414,6 +414,7 @@ async def run_gateway(
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
     from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
+    from ctxbus.gateway.path_tick import PathTick  # noqa: PLC0415
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
@@ -456,6 +457,9 @@ async def run_gateway(
         )
         # fallback answers (the pattern file's, the client's and this gateway's) reach the bus once it takes them
         shipper = FallbackShipper(settings.data_dir, topics, publisher)
+        # the embedded broker's doorbell rings the request path awake when a hook arrives, and after a silence
+        ring = request_path_ring(config, topics)
+        tick = PathTick(ring, settings.kafka.doorbell_warm_ms / 1000.0) if ring is not None else None
         gateway = HookGateway(
             settings.hook,
             topics,
@@ -471,7 +475,7 @@ async def run_gateway(
             data_dir=settings.data_dir,
             on_spooled=shipper.wake,
             session_ended=resources.session_ended if resources is not None else None,
-            on_arrival=request_path_ring(config, topics),
+            on_arrival=tick.arrived if tick is not None else None,
         )
         server = HttpServer(
             admission.wrap(gateway.handle),
@@ -485,14 +489,17 @@ async def run_gateway(
         admission.port = port
         log.info("gateway_listening", host=settings.gateway.host, port=port, unix_socket=server.unix_path)
         metrics.health.add("gateway", router.readiness)  # listening, and the broker answers its reply reader
-        shipping = asyncio.create_task(shipper.run(stop))
+        background = [asyncio.create_task(shipper.run(stop))]
+        if tick is not None:
+            background.append(asyncio.create_task(tick.run(stop)))
         if on_ready is not None:
             on_ready(port)
         try:
             await stop.wait()
         finally:
-            shipping.cancel()
-            await asyncio.gather(shipping, return_exceptions=True)
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             metrics.health.remove("gateway")
             await server.stop()
             await patterns.close()
