@@ -76,8 +76,9 @@ _BARE_GO_ON = re.compile(
 
 
 def bare_go_on(prompt: str) -> bool:
-    """Whether a prompt only says to go on ("continue", "ok"): it names no task."""
-    return bool(_BARE_GO_ON.match(prompt))
+    """Whether a prompt only says to go on ("continue", "ok") or holds no word at all (a thumbs-up, "?"): it names
+    no task."""
+    return bool(_BARE_GO_ON.match(prompt)) or not any(c.isalnum() for c in prompt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -472,6 +472,22 @@ def test_a_resumed_sessions_episode_takes_its_task_from_the_compaction_summary_n
     assert "array indexing in queries" in of_rule(capture(titled), "episode")[0].title
 
 
+def test_a_reply_with_no_word_is_no_task_of_a_resumed_session() -> None:
+    # "carry on" after the compaction, then only a thumbs-up at the end: the task is the summary's request
+    t = (
+        Transcript("s1")
+        .summary_line("Route detail: embed the assigned driver")
+        .compact_summary("Summary:\n1. Primary Request and Intent: embed the assigned driver in GET /routes/:id.")
+        .prompt("carry on")
+        .edit("internal/repo/routes.go", "Query().Where(route.ID(id))", "Query().Where(route.ID(id)).WithDriver()")
+        .bash("go test ./...", "ok  \tacme/internal/repo\t0.02s\n")
+        .say("The route detail embeds its driver now; go test passes.")
+        .prompt("\U0001f44d")
+    )
+    episodes = of_rule(capture(t), "episode")
+    assert len(episodes) == 1 and "embed the assigned driver in GET /routes/:id" in episodes[0].title
+
+
 def test_a_formatter_and_its_check_in_one_command_fix_and_verify() -> None:
     red = (
         "[warn] /home/ivo/parcel/api/src/test/scala/parcel/api/RateRoutesSuite.scala isn't formatted properly!\n"
