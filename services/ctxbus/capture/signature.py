@@ -255,8 +255,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
         at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
     for pattern in (_HEADLINE, _LOCATED):
         for match in pattern.finditer(text):
-            if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)):
-                continue  # a frame the error passed through (where, not what), or a test that passed
+            if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)) or _VERDICT.match(match.group(0)):
+                continue  # a frame the error passed through (where, not what), a test that passed, a build's verdict
             line = _clip(_said_next(text, match.start(), " ".join(match.group(0).split())))
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
@@ -280,6 +280,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
 
 
+#: a build tool's closing verdict (gradle's ``BUILD FAILED in 21s``, maven's ``BUILD FAILURE``): that, not what, failed
+_VERDICT = re.compile(r"\s*(?:\[\w+\]\s*)?BUILD FAIL(?:ED|URE)\b")
 #: a located line that reports a pass (Unity's ``test_x.c:14: test_dry [PASSED]``)
 _PASSED_LINE = re.compile(r"[\[(:]\s*(?:PASSED|PASS|OK|ok|SKIPPED|IGNORED)\s*[\])]?\s*$")
 #: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn): the tool's own lines say what

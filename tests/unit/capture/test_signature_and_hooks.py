@@ -316,3 +316,31 @@ def test_a_jest_suite_that_failed_to_run_says_why_on_its_next_line() -> None:
 def test_a_path_in_parentheses_is_the_path_not_the_parenthesis_and_route_groups_stay() -> None:
     out = "      at Object.require (src/components/Banner.tsx:1:1)\nerror in app/(shop)/cart/page.tsx:3:1 boom\n"
     assert signature_of(out).locations == ("src/components/Banner.tsx", "app/(shop)/cart/page.tsx")
+
+
+GRADLE_TEST_FAILED = """> Task :test
+
+RouteControllerTest > createsRouteWithStops() FAILED
+    io.micronaut.http.client.exceptions.HttpClientResponseException at RouteControllerTest.java:48
+
+2 tests completed, 1 failed
+
+> Task :test FAILED
+
+FAILURE: Build failed with an exception.
+
+* What went wrong:
+Execution failed for task ':test'.
+> There were failing tests. See the report at: file:///home/t/src/routes/build/reports/tests/test/index.html
+
+BUILD FAILED in 21s
+5 actionable tasks: 4 executed, 1 up-to-date
+"""
+
+
+def test_gradles_closing_verdict_is_no_headline() -> None:
+    # "BUILD FAILED in 21s" says that it failed and how long it took, not what failed (and differs run by run)
+    sig = signature_of(GRADLE_TEST_FAILED)
+    assert "BUILD FAILED" not in sig.headline and not any("BUILD FAILED" in line for line in sig.lines)
+    assert "createsRouteWithStops" in sig.headline or "HttpClientResponseException" in sig.headline
+    assert sig.same_error(signature_of(GRADLE_TEST_FAILED.replace("in 21s", "in 34s")))
