@@ -29,13 +29,12 @@ from ctxbus.components import injector_handler, open_embedder, open_store, retri
 from ctxbus.contract.envelope import EventType
 from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.contract.topics import Topics
-from ctxbus.gateway.path_tick import PathTick
 from ctxbus.injector.attempts import AttemptRecorderHandler, TaskOutcomeHandler
 from ctxbus.injector.expiry import InjectorDeadlines
 from ctxbus.injector.fence import AttemptsFence
 from ctxbus.learning.handler import LearningHandler, relearn
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, Vector, VectorStore
+from ctxbus.ports import Embedder, VectorStore
 from ctxbus.recorder.handler import RecorderHandler
 from ctxbus.retriever.expiry import RetrieverDeadlines
 from ctxbus.retriever.keep_warm import KeepWarm
@@ -65,8 +64,6 @@ class Resources:
     warm: Callable[[RetrievalRequested], None] | None = None
     #: forgets an ended session's task classifications in the retriever of this process (set when it runs here)
     forget: Callable[[str], int] | None = None
-    #: the retriever's search and ranking rehearsed while idle (set when it runs here; see ``KeepWarm``)
-    rehearse: Callable[[Vector, str], object] | None = None
     #: closed after the consumer loops stop, before the rest (clients the loops' handlers use)
     async_closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -134,7 +131,6 @@ def build_runners(
         retriever = retriever_handler(s, queries, res.store, topics, res.metrics, query_batch=s.embedder.query_batch)
         res.warm = retriever.warm
         res.forget = retriever.forget_session
-        res.rehearse = retriever.rehearse
         if res.ledger is None:
             res.ledger = LearningLedger(s.learning_db)
         learning = LearningHandler(res.ledger, res.store)
@@ -342,9 +338,7 @@ async def run_services(
             waiter = asyncio.create_task(_when_ready(runners, on_ready))
             # the retriever's model used while idle too: the first embed after minutes of silence was 6-10x slower
             warm = (
-                KeepWarm(res.embedder, settings.embedder.keep_warm_s, res.rehearse)
-                if "retriever" in names and res.embedder
-                else None
+                KeepWarm(res.embedder, settings.embedder.keep_warm_s) if "retriever" in names and res.embedder else None
             )
             warming = asyncio.create_task(warm.run(stop)) if warm is not None else None
             try:
@@ -374,12 +368,6 @@ def request_path_ring(config: KafkaClientConfig, topics: Topics) -> Callable[[],
         return None
     topic = topics.retrieval_requested
     return lambda: bell.ring(topic)
-
-
-def path_tick(config: KafkaClientConfig, topics: Topics, settings: Settings) -> PathTick | None:
-    """The gateway's ring of the request path, on a hook's arrival and after each silence (None: no doorbell)."""
-    ring = request_path_ring(config, topics)
-    return PathTick(ring, settings.kafka.doorbell_warm_ms / 1000.0) if ring is not None else None
 
 
 def _store_check(store: VectorStore) -> Callable[[], str | None]:
@@ -426,6 +414,7 @@ async def run_gateway(
     from ctxbus.gateway.library import LibraryRoutes  # noqa: PLC0415
     from ctxbus.gateway.memory_routes import MemoryRoutes  # noqa: PLC0415
     from ctxbus.gateway.outcomes import OutcomeTracker  # noqa: PLC0415
+    from ctxbus.gateway.path_tick import PathTick  # noqa: PLC0415
     from ctxbus.gateway.pattern_sync import PatternSync  # noqa: PLC0415
     from ctxbus.gateway.secret_file import gateway_secret  # noqa: PLC0415
     from ctxbus.gateway.service import HookGateway  # noqa: PLC0415
@@ -469,7 +458,8 @@ async def run_gateway(
         # fallback answers (the pattern file's, the client's and this gateway's) reach the bus once it takes them
         shipper = FallbackShipper(settings.data_dir, topics, publisher)
         # the embedded broker's doorbell rings the request path awake when a hook arrives, and after a silence
-        tick = path_tick(config, topics, settings)
+        ring = request_path_ring(config, topics)
+        tick = PathTick(ring, settings.kafka.doorbell_warm_ms / 1000.0) if ring is not None else None
         gateway = HookGateway(
             settings.hook,
             topics,
@@ -487,8 +477,6 @@ async def run_gateway(
             session_ended=resources.session_ended if resources is not None else None,
             on_arrival=tick.arrived if tick is not None else None,
         )
-        if tick is not None:
-            tick.rehearse = gateway.rehearse
         server = HttpServer(
             admission.wrap(gateway.handle),
             host=settings.gateway.host,

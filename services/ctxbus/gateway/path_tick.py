@@ -5,9 +5,7 @@ first hook after 300 s took 2.3-2.7x the warm p50 on the embedded stack, every h
 doorbell, the gateway rings the request path awake when a hook arrives; this does the same every ``every_s`` when
 no hook has arrived for that long: the retriever, the injector and the gateway's reply reader resume fetching for
 their awake time (``CTXBUS_KAFKA_DOORBELL_AWAKE_MS``), which keeps their fetch path, the broker's and the processes
-in use, and sleep again. With each such ring, ``rehearse`` runs the gateway's own part of a prompt's way (its
-body parsed and redacted, its request built and encoded: :meth:`ctxbus.gateway.service.HookGateway.rehearse`).
-Nothing is published. Off (``every_s`` 0) on a real cluster, where there is no doorbell.
+in use, and sleep again. Nothing is published. Off (``every_s`` 0) on a real cluster, where there is no doorbell.
 """
 
 from __future__ import annotations
@@ -25,16 +23,8 @@ log = structlog.get_logger("ctxbus.path_tick")
 class PathTick:
     """Calls ``ring`` when a hook arrives (:meth:`arrived`) and after every ``every_s`` of silence (0: never)."""
 
-    def __init__(
-        self,
-        ring: Callable[[], None],
-        every_s: float,
-        clock: Callable[[], float] = time.monotonic,
-        rehearse: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, ring: Callable[[], None], every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._ring, self.every_s, self._clock = ring, every_s, clock
-        #: run after each ring of silence (the gateway's own part of a prompt's way; set once the gateway exists)
-        self.rehearse = rehearse
         self._last = clock()
         #: rings so far
         self.rung = 0
@@ -56,8 +46,6 @@ class PathTick:
         self._last = self._clock()
         try:
             self._ring()
-            if self.rehearse is not None:
-                self.rehearse()
         except Exception as exc:  # never fatal: the next hook rings for itself
             log.warning("path_tick_failed", error=repr(exc))
             return False

@@ -58,11 +58,6 @@ HOOK_FIELDS_KEPT = frozenset(
 )
 #: at most this long for publishing a prompt's feedback outcome before its retrieval request goes out
 FEEDBACK_PUBLISH_S = 0.25
-#: the hook a silent gateway rehearses its request path on (:meth:`HookGateway.rehearse`)
-REHEARSAL_BODY = (
-    b'{"hook_event_name": "UserPromptSubmit", "session_id": "ctxbus-rehearsal", "cwd": "/", '
-    b'"prompt": "keep the request path warm while the stack is idle"}'
-)
 
 
 class HookGateway:
@@ -165,20 +160,6 @@ class HookGateway:
         if capture is not None and self._settings.enabled and identity.project is not None and capture.wants(event):
             return Response(200, body, after=lambda: capture.after_answer(event, hook_input))
         return Response(200, body)
-
-    def rehearse(self) -> None:
-        """A prompt's way through this gateway up to its publication, on a fixed hook, with nothing published,
-        counted or logged: the body parsed, cleaned and redacted, its request built and encoded as the publisher
-        would send it (``ctxbus.gateway.path_tick`` calls it while the stack is idle, so the first hook after a
-        long silence finds this code and its memory in use)."""
-        hook_input = parse_object(REHEARSAL_BODY, "hook input")
-        clean_strings(hook_input)
-        redact_strings(hook_input, HOOK_FIELDS_KEPT)
-        payload = request_for(hook_input, self._settings)
-        request = Envelope.root(
-            payload, project="ctxbus-rehearsal", session_id=session_of(hook_input), producer=SERVICE
-        )
-        self._publisher.prepare(self._topics.retrieval_requested, request)
 
     def _arrived(self, hook_input: dict[str, Any], request: Request) -> None:
         """``on_arrival`` for a hook that asks for context (never in the hook's way: a failure is logged)."""

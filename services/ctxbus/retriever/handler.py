@@ -43,14 +43,12 @@ from ctxbus.core.task_profiles import (
 )
 from ctxbus.memory.model import GLOBAL_PROJECT
 from ctxbus.observability import Metrics
-from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, Vector, VectorStore
+from ctxbus.ports import Embedder, QueryBatcher, SearchHit, SearchMode, SearchQuery, VectorStore
 from ctxbus.retriever.query import query_text, window_notices
 
 log = structlog.get_logger("ctxbus.retriever")
 
 SERVICE = "retriever"
-#: candidates a rehearsal searches for (a request's own limit is its plan's: about this)
-REHEARSAL_LIMIT = 30
 #: Where a completed event's domain came from.
 DOMAIN_FROM_REQUEST = "request"
 DOMAIN_DETECTED = "detected"
@@ -140,21 +138,6 @@ class RetrieverHandler:
         self._clock = clock
         self._classifier = classifier
         self._classifications = classifications or SessionClassificationCache()
-        #: the project of the last request searched (what :meth:`rehearse` searches while idle)
-        self._last_project: str | None = None
-
-    def rehearse(self, vector: Vector, text: str) -> int:
-        """A search and a ranking as a request's, in the project searched last, with nothing published, counted or
-        logged (``ctxbus.retriever.keep_warm`` calls it while idle, with the vector it embedded, so the first request
-        after a long silence finds the store's and the ranking's code and memory in use); how many hits (0 before
-        any request)."""
-        project = self._last_project
-        if project is None:
-            return 0
-        query = SearchQuery(vector=vector, project=project, text=text, mode=self._mode, limit=REHEARSAL_LIMIT)
-        hits = self._store.search(query)
-        rank(hits, domain=None, now=self._clock(), weights=self._weights, max_items=len(hits))
-        return len(hits)
 
     def forget_session(self, session_id: str) -> int:
         """Forget the task types classified for an ended session (the gateway calls it at SessionEnd): its prompts
@@ -335,7 +318,6 @@ class RetrieverHandler:
     ) -> Retrieval:
         """Embed, search, rank and plan one request (blocking); with ``abstain`` the relevance floor judges it."""
         t0 = time.perf_counter()
-        self._last_project = project
         text = query_text(request)
         vector = self._embedder.embed_query(text)
         notices = window_notices(self._embedder, text)

@@ -3,21 +3,18 @@
 After minutes of silence the first embed of a new prompt was 6-10x slower than a warm one on a quiet VM (the
 benchmark's own embed control showed the same, with no bus: docs/idle.md), and a retrieval is mostly that embed.
 Every ``every_s`` the loop embeds a fixed text on the model itself (not through the query cache: the model runs) in
-a worker thread, so the model's memory and code stay in use, and, with ``rehearse`` (the retriever's
-:meth:`~ctxbus.retriever.handler.RetrieverHandler.rehearse`), searches the project searched last with that vector and
-ranks what it finds: a request's store and ranking work, with nothing published. Each costs one short embed and one
-search (about 10-15 ms of CPU warm); under load it is one embed more among many.
+a worker thread, so the model's memory and code stay in use. Each costs one short embed (about 10 ms of CPU warm);
+under load it is one embed more among many.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 
 import structlog
 
-from ctxbus.ports import Embedder, Vector
+from ctxbus.ports import Embedder
 
 log = structlog.get_logger("ctxbus.keep_warm")
 
@@ -28,17 +25,13 @@ WARM_TEXT = "keep the embedding model warm while the stack is idle"
 class KeepWarm:
     """Embeds ``WARM_TEXT`` every ``every_s`` until stopped (0: never)."""
 
-    def __init__(
-        self, embedder: Embedder, every_s: float, rehearse: Callable[[Vector, str], object] | None = None
-    ) -> None:
-        self._embedder, self.every_s, self._rehearse = embedder, every_s, rehearse
+    def __init__(self, embedder: Embedder, every_s: float) -> None:
+        self._embedder, self.every_s = embedder, every_s
         #: embeds made so far
         self.warmed = 0
 
     def warm(self) -> None:
-        vector = self._embedder.embed_query(WARM_TEXT)
-        if self._rehearse is not None:
-            self._rehearse(vector, WARM_TEXT)
+        self._embedder.embed_query(WARM_TEXT)
         self.warmed += 1
 
     async def run(self, stop: asyncio.Event) -> None:

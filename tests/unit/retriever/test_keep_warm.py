@@ -57,23 +57,3 @@ async def test_zero_turns_it_off() -> None:
     model = Model()
     await asyncio.wait_for(KeepWarm(model, every_s=0.0).run(asyncio.Event()), 5.0)  # type: ignore[arg-type]
     assert model.texts == []
-
-
-async def test_each_round_rehearses_the_search_with_the_vector_it_embedded() -> None:
-    model = Model()
-    rehearsed: list[tuple[list[float], str]] = []
-    warm = KeepWarm(model, every_s=0.001, rehearse=lambda v, t: rehearsed.append((v, t)))  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    await asyncio.gather(warm.run(stop), until(lambda: warm.warmed >= 2, stop))
-    assert len(rehearsed) >= 2 and rehearsed[0] == ([1.0, 0.0], WARM_TEXT)
-
-
-async def test_a_failing_rehearsal_is_logged_and_the_loop_goes_on() -> None:
-    def fail(_v: object, _t: str) -> None:
-        raise RuntimeError("the store is closed")
-
-    model = Model()
-    warm = KeepWarm(model, every_s=0.001, rehearse=fail)  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    await asyncio.gather(warm.run(stop), until(lambda: len(model.texts) >= 2, stop))
-    assert len(model.texts) >= 2 and warm.warmed == 0
