@@ -63,10 +63,14 @@ def test_the_loop_rings_while_idle_and_stops_when_told() -> None:
         stop = asyncio.Event()
         tick = PathTick(lambda: None, 0.01)
         task = asyncio.create_task(tick.run(stop))
-        while tick.rung < 2:
-            await asyncio.sleep(0.01)
+
+        async def two_rings() -> None:
+            while tick.rung < 2:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(two_rings(), 30.0)  # a loop that never rings fails here instead of hanging the suite
         stop.set()
-        await asyncio.wait_for(task, 5.0)
+        await asyncio.wait_for(task, 30.0)
         return tick.rung
 
     assert asyncio.run(main()) >= 2
