@@ -38,7 +38,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from ctxbus.redact.engine import KeywordRule, Redactor, Rule
+from ctxbus.redact.engine import Redactor, Rule
+from ctxbus.redact.keyword import KeywordRule
 from ctxbus.redact.rules import AFTER, BEFORE, JWT, PRIVATE_KEY, TOKENS
 
 #: the detect-secrets plugins whose patterns are used, with the lower-case literals that must occur for them to run

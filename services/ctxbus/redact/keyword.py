@@ -1,0 +1,227 @@
+"""The keyword rule: values named by a word that says secret, and high-entropy tokens right after one in prose.
+
+``DB_PASSWORD=…``, ``"api_key": "…"``, ``--token …``, ``password: …``, "the api key is 8f3a…", "the db password is
+garbage, use Hx7$mN2!qR9s". Pure and linear time like the rules of :mod:`ctxbus.redact.engine`, which runs it after
+them (a value they already replaced is left alone).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ctxbus.redact.engine import MARK_PREFIX, PRIVATE_MARK, marker, shannon_entropy
+
+#: words in a name that make any value of it a secret
+STRONG_WORDS = (
+    "passw",
+    "pwd",
+    "passphrase",
+    "secret",
+    "private_key",
+    "privatekey",
+    "private-key",
+    "authtoken",
+    "auth_token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "session_token",
+    "private_token",
+    "api_key",
+    "apikey",
+    "api-key",
+)
+#: where a name may say secret (a literal alternation: the regex engine's fast path); ``_is_word`` refines it.
+#: Any other of these words (token, key, auth, credential) makes a value a secret when it looks like one: not a
+#: word, a path, code or a number, and high-entropy
+_WORD = re.compile(r"pass|pwd|secret|token|auth|credential|key")
+
+
+def _is_word(lowered: str, at: int, word: str) -> bool:
+    """Whether ``word`` found at ``at`` says secret: not "tokenizer", "author", "keyboard", "monkey", "passage"."""
+    after = lowered[at + len(word) : at + len(word) + 1]
+    before = lowered[at - 1 : at] if at else ""
+    if word == "token":
+        return not lowered.startswith("tokeniz", at)
+    if word == "auth":
+        return not lowered.startswith("author", at)
+    if word == "key":
+        return not after.isalpha() and (not before.isalpha() or lowered.endswith(_KEY_PREFIXES, 0, at))
+    if word == "pass":
+        if lowered.startswith(("passw", "passphrase"), at):
+            return True
+        return not after.isalpha() and not before.isalpha()
+    return True
+
+
+_KEY_PREFIXES = ("api", "access", "secret", "private", "signing", "encryption", "master", "account")
+_IDENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+_IDENT_AFTER = re.compile(r"[A-Za-z0-9_.-]{0,64}")
+#: after a name: optional closing quote, an assignment, the value (quoted, or bare up to a delimiter)
+_ASSIGN = re.compile(
+    r"""\\?["']?[ \t]{0,4}(?:=>|:=|=|:|[ \t])[ \t]{0,4}(?:"""
+    r"""\\?"(?P<dq>[^"\\\n]{1,512})\\?"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s"'`,;}{)(\]\[<>&|]{1,512}))"""
+)
+#: a token in prose right after a secret word ("the api key is 8f3a…", "token: abc…")
+_NEAR_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_.~-])[A-Za-z0-9+/=_.~-]{16,512}")
+#: a password as people make them up: letters of both cases, a digit and a symbol, 8 to 64 characters, one word
+_PASSWORD_SHAPED = re.compile(
+    r"(?<![^\s'\"`(])(?=[^\s'\"`]*[a-z])(?=[^\s'\"`]*[A-Z])(?=[^\s'\"`]*\d)(?=[^\s'\"`]*[!@#$%^&*?~+=])"
+    r"[^\s'\"`,;)]{8,64}(?![^\s'\"`,;).])"
+)
+#: names after which a password-shaped token anywhere in the sentence is taken as the password
+_PASSWORD_WORD = re.compile(r"passw|pwd|passphrase")
+_SENTENCE_END = re.compile(r"[\n.!?]\s")
+#: how far into the sentence after a password word a password-shaped token is looked for
+_SENTENCE_REACH = 120
+_PLACEHOLDER = re.compile(
+    r"(?i)none|null|nil|true|false|undefined|empty|redacted|required|optional|string|str|bytes|int|bool|"
+    r"secretstr|any|object|number|boolean|password|secret|token|x{3,}|\*+|\.{2,}|-+|_+|\[[^\]]*\]|"
+    r"<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%[sd]|\{[^}]*\}?|os\.environ.*|process\.env.*|env\(.*"
+)
+_PASS_NAME = re.compile(r"(?:.*[_.-])?pass(?:[_.-].*)?|-{1,2}pass")
+_CODE_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\(?|[A-Za-z_][A-Za-z0-9_]*\(.*")
+#: names whose values are hashes or ids, not secrets (``TOKENIZER_SHA256``, ``private_key_id``)
+_NOT_SECRET_NAME = re.compile(
+    r"sha\d*|hash|digest|checksum|fingerprint|uuid|_id$|-id$|\.id$|_ids?_|_size|_bytes|_count|_len"
+)
+#: names a prose token may follow ("the api key is …"; not "pass" or a bare "key": too common in prose)
+_PROSE_NAME = re.compile(
+    rf"secret|token|{_PASSWORD_WORD.pattern}|credential|auth|(?:api|access|signing|private|hmac|encryption)[ _-]?key"
+)
+_LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:-[ \t]+|export[ \t]+|\$[ \t]+)?$")
+_LOWER_RUN = re.compile(r"[a-z]+")
+_NUMBER = re.compile(r"[-+]?(?:0[xob])?[0-9][0-9_.eE+-]*")
+_IDENTIFIER = re.compile(r"[A-Z][A-Z0-9_]*[A-Z_]|[A-Za-z]+(?:[-_.][A-Za-z]+)*|[A-Z][a-z]+(?:[A-Z][a-z]+)+")
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[A-Z][A-Za-z]*")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _random_case(value: str) -> bool:
+    """Letters whose case changes as random letters' does (``KxVbGqTm…``): many one- or two-letter lower-case runs
+    after a capital, where names (``CamelCase``, ``getHTTPResponse``, ``user_id``) have words."""
+    short = sum(
+        1 for m in _LOWER_RUN.finditer(value) if len(m.group()) <= 2 and m.start() and value[m.start() - 1].isupper()
+    )
+    return short >= max(3, len(value) // 8)
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRule:
+    """Values of names that say secret (``DB_PASSWORD=…``, ``"api_key": "…"``, ``--token …``, ``password: …``) and
+    high-entropy tokens right after a secret word in prose. ``entropy`` measures a candidate (detect-secrets'
+    Shannon entropy in the default redactor); ``base64_limit``/``hex_limit`` are its thresholds at 40 characters
+    and more (shorter tokens cannot reach them: the limit scales with ``log2(len)``)."""
+
+    entropy: Callable[[str], float] = shannon_entropy
+    base64_limit: float = 4.5
+    hex_limit: float = 3.0
+    #: how far after the name a prose token may start
+    near: int = 24
+
+    def apply(self, text: str, found: Counter[str]) -> str:
+        lowered = text.lower()
+        if not _WORD.search(lowered):
+            return text
+        out: list[str] = []
+        kept = pos = 0
+        while (hit := _WORD.search(lowered, pos)) is not None:
+            pos = hit.end()
+            if not _is_word(lowered, hit.start(), hit.group()):
+                continue
+            left = max(0, hit.start() - 64)
+            start = left + len(text[left : hit.start()].rstrip(_IDENT_CHARS))
+            end = _IDENT_AFTER.match(text, hit.end()).end()  # type: ignore[union-attr]
+            if start < kept or text.endswith(MARK_PREFIX, 0, start):
+                continue
+            span = self._secret_span(text, text[start:end], end)
+            if span is None:
+                continue
+            s, e, label = span
+            out.append(text[kept:s])
+            out.append(marker(label))
+            found[label] += 1
+            kept = pos = e
+        if not out:
+            return text
+        out.append(text[kept:])
+        return "".join(out)
+
+    def _secret_span(self, text: str, name: str, end: int) -> tuple[int, int, str] | None:
+        """Where the secret named by ``name`` (ending at ``end``) is, and its label; None when there is none."""
+        lowered = name.lower()
+        if _NOT_SECRET_NAME.search(lowered):
+            return None
+        strong = any(w in lowered for w in STRONG_WORDS) or _PASS_NAME.fullmatch(lowered) is not None
+        start = end - len(name)
+        assigned = _ASSIGN.match(text, end)
+        if assigned is not None:
+            group = next(g for g in ("dq", "sq", "bare") if assigned.group(g) is not None)
+            value = assigned.group(group)
+            operator = text[end : assigned.start(group)]
+            by_space = "=" not in operator and ":" not in operator
+            at_line_start = _LINE_START.search(text, max(0, start - 16), start) is not None
+            # ``KEY=VALUE`` as a shell writes it: at a line's start, or after a space in prose ("push it.
+            # GEM_HOST_API_KEY=rubygems_…")
+            spaced = start == 0 or text[start - 1].isspace()
+            env = (at_line_start or spaced) and name.isupper() and operator == "="
+            # a strong name, a space and a quoted value: a key and its value as a command's arguments
+            # (``pulumi config set dbPassword 'Wz4!…'``)
+            spaced_quote = by_space and strong and group != "bare"
+            if not by_space or name.startswith("--") or spaced_quote:
+                quoted = group != "bare"
+                if not quoted and "=" not in operator and not at_line_start and not name.startswith("--"):
+                    strong = False  # "one pass: …", "secret: the gateway's": prose after a colon
+                if self._is_secret_value(value, lowered, strong=strong, env=env, quoted=quoted):
+                    return assigned.start(group), assigned.end(group), "secret-assignment"
+                return None
+        # prose: "the api key is 8f3a…", "token abc…": a high-entropy token close after the name
+        before = text[max(0, start - 12) : start].lower()
+        if not _PROSE_NAME.search(lowered) and not _PROSE_NAME.search(before + lowered):
+            return None
+        near = _NEAR_TOKEN.search(text, end, min(len(text), end + self.near + 512))
+        if near is None or near.start() - end > self.near:
+            # a password-shaped token later in the same sentence ("the db password is garbage, use Hx7$mN2!qR9s")
+            shaped = _PASSWORD_SHAPED.search(text, end, min(len(text), end + _SENTENCE_REACH))
+            if shaped is None or not _PASSWORD_WORD.search(lowered) or _SENTENCE_END.search(text, end, shaped.start()):
+                return None
+            return shaped.start(), shaped.end(), "password-in-prose"
+        between = text[end : near.start()]
+        if "\n" in between or len(between.split()) > 3 or not self._high_entropy(near.group()):
+            return None
+        return near.start(), near.end(), "high-entropy-secret"
+
+    def _is_secret_value(self, value: str, name: str, *, strong: bool, env: bool, quoted: bool) -> bool:
+        value = value.strip()
+        if len(value) < 3 or value.startswith((MARK_PREFIX, PRIVATE_MARK)) or _PLACEHOLDER.fullmatch(value):
+            return False
+        if not quoted and value.startswith("-"):
+            return False  # the next option, not a value: ``--secret --stack dev``
+        if "://" in value and "@" not in value:
+            return False  # a plain URL (one with a password in it is the url-password rule's)
+        if _NUMBER.fullmatch(value) and not (env and strong):
+            return False  # ``max_tokens=1024``, ``SECRET_FILE_MODE = 0o600``
+        if env:
+            return not (value.isupper() and value.replace("_", "").isalpha())  # ``KEY=VALUE``: a placeholder
+        if not quoted and (_CODE_LIKE.fullmatch(value) or value.lower() == name.lstrip("-") or _SNAKE.fullmatch(value)):
+            return False  # code: ``token=self.token``, ``password=new_password``, ``key=get_key()``
+        if _IDENTIFIER.fullmatch(value) and not _random_case(value):
+            return False  # a name, not a secret: ``SECRET_ENV = "CTXBUS_GATEWAY_SECRET"``, ``secret: Callable``
+        if strong:
+            return True
+        return self._high_entropy(value, min_len=12)
+
+    def _high_entropy(self, token: str, min_len: int = 16) -> bool:
+        token = token.rstrip(".")
+        if len(token) < min_len or not any(c.isalpha() for c in token):
+            return False
+        if not any(c.isdigit() for c in token) and all(len(run) >= 3 for run in _LOWER_RUN.findall(token)):
+            return False  # words: CamelCase, snake_case (random letters have short lower-case runs)
+        if set(token) <= _HEX:
+            return self.entropy(token) >= self.hex_limit
+        limit = min(self.base64_limit, 0.85 * math.log2(len(token)))
+        return self.entropy(token) >= limit
