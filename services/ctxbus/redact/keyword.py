@@ -99,6 +99,75 @@ _NUMBER = re.compile(r"[-+]?(?:0[xob])?[0-9][0-9_.eE+-]*")
 _IDENTIFIER = re.compile(r"[A-Z][A-Z0-9_]*[A-Z_]|[A-Za-z]+(?:[-_.][A-Za-z]+)*|[A-Z][a-z]+(?:[A-Z][a-z]+)+")
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[A-Z][A-Za-z]*")
 _HEX = frozenset("0123456789abcdefABCDEF")
+#: an environment variable of any name and its bare value, as a shell, a ``.env`` file, a compose list, a YAML
+#: ``env:`` block or a JSON ``env`` object writes it (``FURY_PUSH=…``, ``ALGOLIA_ADMIN: …``, ``"X": "…"``); the name
+#: starts a line or follows a space, a quote or a parenthesis, the value ends at a space, a quote or the end; with a
+#: colon, the name has an underscore or quotes (a one-word name and a colon is a tool's label: ``FAIL: Test…``)
+_ENV_ANY = re.compile(
+    r"""(?:^|(?<=[\s"'(]))(?P<q>"?)(?P<name>[A-Z][A-Z0-9_]{2,63})(?P=q)(?P<sep>=|:[ \t]{1,4})"?"""
+    r"""(?P<value>[A-Za-z0-9+/=_.~-]{16,512})(?=["'`]?(?:[\s,;)}]|$))""",
+    re.MULTILINE,
+)
+#: parts of a variable's name that say its value is an id, a revision, a place, an option or a label, not a
+#: credential (``GIT_SHA``, ``VERCEL_PROJECT_ID``, ``REQUEST_TRACE``, ``JAVA_HOME``, ``NODE_OPTIONS``)
+_ENV_PLAIN_PARTS = frozenset(
+    {
+        "ID",
+        "IDS",
+        "UUID",
+        "GUID",
+        "SHA",
+        "SHA1",
+        "SHA256",
+        "SHA512",
+        "HASH",
+        "DIGEST",
+        "CHECKSUM",
+        "COMMIT",
+        "REV",
+        "REVISION",
+        "VERSION",
+        "TAG",
+        "REF",
+        "BRANCH",
+        "TRACE",
+        "SPAN",
+        "STAMP",
+        "BUILD",
+        "RUN",
+        "JOB",
+        "PIPELINE",
+        "PATH",
+        "HOME",
+        "DIR",
+        "ROOT",
+        "FILE",
+        "URL",
+        "URI",
+        "HOST",
+        "DOMAIN",
+        "IMAGE",
+        "REGION",
+        "ZONE",
+        "NAME",
+        "USER",
+        "USERNAME",
+        "EMAIL",
+        "CHANNEL",
+        "LOCALE",
+        "LANG",
+        "OPTIONS",
+        "OPTS",
+        "FLAGS",
+        "ARGS",
+        "MODE",
+        "ENV",
+        "LEVEL",
+        "FORMAT",
+        "TZ",
+        "SEED",
+    }
+)
 
 
 def _random_case(value: str) -> bool:
@@ -124,6 +193,7 @@ class KeywordRule:
     near: int = 24
 
     def apply(self, text: str, found: Counter[str]) -> str:
+        text = self._env_values(text, found)
         lowered = text.lower()
         if not _WORD.search(lowered):
             return text
@@ -150,6 +220,29 @@ class KeywordRule:
             return text
         out.append(text[kept:])
         return "".join(out)
+
+    def _env_values(self, text: str, found: Counter[str]) -> str:
+        """High-entropy values of environment variables whatever their names (a tool's own credential convention:
+        ``BUNDLE_GEM__FURY__IO``, ``SONAR_LOGIN``, ``MEILI_MASTER``), but of names that say id, revision, path or
+        option (``_ENV_PLAIN_PARTS``)."""
+        if "=" not in text and ":" not in text:
+            return text
+
+        def replace(match: re.Match[str]) -> str:
+            name, value = match.group("name"), match.group("value")
+            if set(name.split("_")) & _ENV_PLAIN_PARTS or value.startswith(("-", ".", "/", "~")):
+                return match.group(0)
+            if match.group("sep") != "=" and not match.group("q") and "_" not in name:
+                return match.group(0)  # ``FAIL: TestParseDuration/1d``, ``WARNING: …``: a word and a colon
+            if value.startswith(MARK_PREFIX) or not self._high_entropy(value):
+                return match.group(0)
+            found["env-secret"] += 1
+            start, end = match.span("value")
+            return (
+                match.group(0)[: start - match.start()] + marker("env-secret") + match.group(0)[end - match.start() :]
+            )
+
+        return _ENV_ANY.sub(replace, text)
 
     def _secret_span(self, text: str, name: str, end: int) -> tuple[int, int, str] | None:
         """Where the secret named by ``name`` (ending at ``end``) is, and its label; None when there is none."""

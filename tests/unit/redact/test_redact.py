@@ -78,6 +78,15 @@ ORDINARY = [
     "BUNDLE_BUILD__NOKOGIRI=--use-system-libraries\nBUNDLE_MIRROR__RUBYGEMS__ORG=https://gems.internal.example",
     "env:\n  BUNDLE_GEM__FURY__IO: ${{ secrets.FURY_TOKEN }}\n  BUNDLE_GEMS__CONTRIBSYS__COM=$SIDEKIQ_CREDS",
     "bundle config set --local path vendor/bundle && bundle config set --global gem.fury.io $FURY_TOKEN",
+    # environment variables whose values are ids, revisions, paths, options or versions, not credentials
+    "GIT_SHA=" + hashlib.sha1(b"y").hexdigest() + "\nCI_COMMIT_SHA=" + hashlib.sha1(b"z").hexdigest(),
+    "COMMIT=" + hashlib.sha1(b"w").hexdigest() + " make release",
+    "export VERCEL_PROJECT_ID=prj_8fK2mQ9xLv4TzR7w\nREQUEST_TRACE=4bf92f3577b34da6a3ce929d0e0e4736",
+    "NODE_OPTIONS=--max-old-space-size=4096 BUILD_STAMP=20261128T101500Z npm run build",
+    "JAVA_HOME=/usr/lib/jvm/java-21-openjdk-amd64\nLD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64",
+    "    env:\n      IMAGE: ghcr.io/acme/api:1.4.2\n      RUST_LOG: info,tower_http=debug\n      TZ: Europe/Berlin",
+    '"CYPRESS_BASE": "http://localhost:5173", "NEXT_TELEMETRY_DISABLED": "1"',
+    "    --- FAIL: TestParseDuration/1d (0.00s)\nWARNING: DeprecatedOptionPassedToScanner",
 ]
 
 

@@ -47,6 +47,10 @@ UNITS = {
     "stdin": "echo x | ",
     "hex": "0123456789abcdef",
     "b64": "aB3+/",
+    "env-name": " FURY_PUSH=",
+    "env-chain": "A=B=",
+    "env-colon": "\n  \"X_Y\": \"",
+    "env-value": " K=aB3xY9zQ",
 }
 
 
