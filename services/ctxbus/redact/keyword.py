@@ -93,6 +93,8 @@ _NOT_SECRET_NAME = re.compile(
 _PROSE_NAME = re.compile(
     rf"secret|token|{_PASSWORD_WORD.pattern}|credential|auth|(?:api|access|signing|private|hmac|encryption)[ _-]?key"
 )
+#: a bare "key" said to be a value ("the Resend key is …"): the words between
+_KEY_IS = re.compile(r"[ \t]+is[ \t]+")
 _LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:-[ \t]+|export[ \t]+|\$[ \t]+)?$")
 _LOWER_RUN = re.compile(r"[a-z]+")
 _NUMBER = re.compile(r"[-+]?(?:0[xob])?[0-9][0-9_.eE+-]*")
@@ -274,9 +276,14 @@ class KeywordRule:
                 return None
         # prose: "the api key is 8f3a…", "token abc…": a high-entropy token close after the name
         before = text[max(0, start - 12) : start].lower()
-        if not _PROSE_NAME.search(lowered) and not _PROSE_NAME.search(before + lowered):
+        named = _PROSE_NAME.search(lowered) is not None or _PROSE_NAME.search(before + lowered) is not None
+        # "the Algolia key is Xy7…": a bare key said to be a token, only the token right after "is" and not a hash
+        said = _KEY_IS.match(text, end) if not named and lowered.endswith("key") else None
+        if not named and said is None:
             return None
         near = _NEAR_TOKEN.search(text, end, min(len(text), end + self.near + 512))
+        if said is not None and (near is None or near.start() != said.end() or set(near.group()) <= _HEX):
+            return None
         if near is None or near.start() - end > self.near:
             # a password-shaped token later in the same sentence ("the db password is garbage, use Hx7$mN2!qR9s")
             shaped = _PASSWORD_SHAPED.search(text, end, min(len(text), end + _SENTENCE_REACH))

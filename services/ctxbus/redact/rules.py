@@ -158,6 +158,24 @@ BUNDLER_CONFIG = _rule(
     ("bundle config",),
     "s",
 )
+
+
+def _mixed(value: str) -> bool:
+    """Random token characters: a capital, a small letter and a digit (``re_Kq7T…``, not ``re_compile_pattern``)."""
+    return any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
+
+
+#: Resend API keys (``re_`` and 20-64 random characters; an identifier such as ``re_compile`` has no capital or digit)
+RESEND_KEY = Rule("resend-key", re.compile(_tok(r"re_") + r"[A-Za-z0-9_]{20,64}(?![A-Za-z0-9_])"), ("re_",), 0, _mixed)
+#: Laravel Sanctum personal access tokens as ``createToken()->plainTextToken`` gives them: the token's id, ``|``, and
+#: 40 random characters (Sanctum 4: an optional prefix before them, a CRC32 after)
+SANCTUM_TOKEN = Rule(
+    "laravel-sanctum-token",
+    re.compile(r"(?<![A-Za-z0-9_|])[0-9]{1,12}\|[A-Za-z0-9_]{40,80}(?![A-Za-z0-9_])"),
+    ("|",),
+    0,
+    _mixed,
+)
 TOKENS: tuple[Rule, ...] = (
     _rule("github-token", _tok(r"github_pat_") + r"[A-Za-z0-9_]{22,255}", ("github_pat_",)),
     _rule("github-token", _tok(r"gh[pousr]_") + r"[A-Za-z0-9]{30,255}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
@@ -176,6 +194,8 @@ TOKENS: tuple[Rule, ...] = (
     _rule("rubygems-key", _tok(r"rubygems_") + r"[0-9a-f]{48}(?![0-9a-f])", ("rubygems_",)),
     BUNDLER_ENV,
     BUNDLER_CONFIG,
+    RESEND_KEY,
+    SANCTUM_TOKEN,
     _rule("pypi-token", _tok(r"pypi-AgE") + r"[A-Za-z0-9_-]{50,1024}", ("pypi-age",)),
     _rule("huggingface-token", _tok(r"hf_") + r"[A-Za-z]{34}(?![A-Za-z0-9])", ("hf_",)),
     _rule("twilio-key", _tok(r"SK") + r"[0-9a-f]{32}(?![0-9a-f])", ("sk",)),

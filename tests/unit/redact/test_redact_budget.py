@@ -49,8 +49,11 @@ UNITS = {
     "b64": "aB3+/",
     "env-name": " FURY_PUSH=",
     "env-chain": "A=B=",
-    "env-colon": "\n  \"X_Y\": \"",
+    "env-colon": '\n  "X_Y": "',
     "env-value": " K=aB3xY9zQ",
+    "resend": "re_",
+    "sanctum": "1|",
+    "key-is": "a key is ",
 }
 
 
