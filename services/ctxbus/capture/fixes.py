@@ -27,7 +27,7 @@ from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
 from ctxbus.capture.signature import Signature, findings_by_file, signature_of, unformatted
 from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step, resumed_task_of
-from ctxbus.core.check_commands import BUILD, TEST
+from ctxbus.core.check_commands import BUILD, TEST, is_aggregate
 from ctxbus.core.outcome_rules import Verdict
 
 #: files an edit summary names
@@ -215,7 +215,8 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
     """The error split by the edited files its findings name, when there are two or more (else nothing). A failing
     test names the test and the frames it passed through, not the files of its fix: tests are never split. Edits of
     files no finding names go with the first part."""
-    if error.kind == TEST:
+    # (a whole-check script's failure may be a build's or a linter's: ``deno task ci`` failing on two type errors)
+    if error.kind == TEST and not any(is_aggregate(f.rsplit(":", 1)[0]) for f in error.families):
         return []
     edited = list(dict.fromkeys(relative(e.path, cwd) for e in error.edits))
     groups: dict[str, list[str]] = {}

@@ -86,6 +86,9 @@ _TOOLS: dict[str, tuple[str, str]] = {
     "shellcheck": ("shellcheck", LINT),
     "ktlint": ("ktlint", LINT),
     "hadolint": ("hadolint", LINT),
+    "hlint": ("hlint", LINT),
+    "phpstan": ("phpstan", TYPECHECK),
+    "psalm": ("psalm", TYPECHECK),
     "javac": ("javac", BUILD),
     "gcc": ("cc", BUILD),
     "g++": ("cc", BUILD),
@@ -115,6 +118,8 @@ _SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
     ("deno", "lint"): ("deno lint", LINT),
     ("mix", "test"): ("mix test", TEST),
     ("mix", "compile"): ("mix compile", BUILD),
+    ("mix", "credo"): ("mix credo", LINT),
+    ("mix", "dialyzer"): ("mix dialyzer", TYPECHECK),
     ("rake", "test"): ("rake test", TEST),
     ("rake", "spec"): ("rspec", TEST),
     ("stack", "test"): ("stack test", TEST),
@@ -126,6 +131,8 @@ _SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
     ("zig", "build"): ("zig build", BUILD),
     ("flutter", "test"): ("flutter test", TEST),
     ("dart", "test"): ("dart test", TEST),
+    ("dart", "analyze"): ("dart analyze", LINT),
+    ("flutter", "analyze"): ("dart analyze", LINT),
     ("hatch", "test"): ("hatch test", TEST),
     ("playwright", "test"): ("playwright", TEST),
     ("cypress", "run"): ("cypress", TEST),
@@ -172,6 +179,9 @@ _GRADLE_TASKS = (
 )
 #: tools whose test command compiles the code first: a passing test run shows the build passes too
 _COMPILING_TOOLCHAINS = {"cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle"}
+#: task runners whose recipe's name says what it runs, as a package script's does (``deno task test``, ``just
+#: lint``, go-task's ``task test``, ``composer run check``)
+_TASK_RUNNERS = {"just", "task", "composer"}
 _SCRIPT_WORDS = (
     (re.compile(r"test|spec|e2e"), TEST),
     (re.compile(r"typecheck|type-check|check-types|types|tsc"), TYPECHECK),
@@ -304,6 +314,25 @@ def _build_tool(words: list[str]) -> Check | None:
     return None
 
 
+def _named_task(runner: str, name: str | None) -> Check | None:
+    found = _script_check(name) if name else None
+    return Check(f"{runner} {found[0]}", found[1]) if found else None
+
+
+def _runner(head: str, words: list[str]) -> Check | None:
+    """A task runner's recipe or ``php artisan test`` (None: neither)."""
+    rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    if head == "deno" and rest[:1] == ["task"]:
+        return _named_task("deno task", rest[1] if len(rest) > 1 else None)
+    if head in _TASK_RUNNERS:
+        if head == "composer" and rest[:1] in (["run"], ["run-script"]):
+            rest = rest[1:]
+        return _named_task(head, rest[0] if rest else None)
+    if head == "php" and rest[:2] == ["artisan", "test"]:
+        return Check("artisan test", TEST)
+    return None
+
+
 def _check_of_words(words: list[str]) -> Check | None:
     if not words:
         return None
@@ -311,6 +340,8 @@ def _check_of_words(words: list[str]) -> Check | None:
     words = [head, *words[1:]]
     if head in {"npm", "yarn", "pnpm", "bun"}:
         return _package_manager(words)
+    if (found := _runner(head, words)) is not None:
+        return found
     if head in {"mvn", "mvnw", "gradle", "gradlew", "make", "gmake"}:
         return _build_tool(words)
     if head in _CHECK_ONLY:
@@ -327,6 +358,8 @@ def _check_of_words(words: list[str]) -> Check | None:
     if head in _TOOLS:
         family, kind = _TOOLS[head]
         return Check(family, kind)
+    if head == "mix" and len(words) > 1:  # a project's own alias (``mix check``, ``mix ci``)
+        return _named_task("mix", words[1])
     return None
 
 
@@ -336,6 +369,23 @@ def check_of_segment(segment: str) -> Check | None:
     if words[:1] == ["__shell__"]:
         return check_of_command(words[1])
     return _check_of_words(words)
+
+
+#: a project's whole-check script (``make check``, ``npm run ci``, ``deno task check``): it runs the project's other
+#: checks, so its pass supersedes an earlier failure of one of them run through the same tool, and its failure may be
+#: a build's or a linter's
+AGGREGATE_SCRIPTS = frozenset({"check", "ci", "verify", "all"})
+
+
+def is_aggregate(family: str) -> bool:
+    """Whether a check family is a project's whole-check script run through a tool (``make check``)."""
+    tool, _, script = family.rpartition(" ")
+    return bool(tool) and script in AGGREGATE_SCRIPTS
+
+
+def same_tool(family: str, other: str) -> bool:
+    """Whether two check families run through the same program (``deno test`` and ``deno task check``)."""
+    return family.split(" ", 1)[0] == other.split(" ", 1)[0]
 
 
 def check_of_command(command: str) -> Check | None:

@@ -18,7 +18,9 @@ The readers live beside this module: :mod:`ctxbus.core.check_output` (check runs
 
 :func:`decide` turns an ordered sequence of evidence into one outcome: user feedback that no
 check followed decides; else the last run of each check family decides (a failure fixed by a later
-pass of the same check is a success); else an assistant report; ``unknown`` only without evidence.
+pass of the same check is a success, and so is one a later pass of the project's whole-check script run through
+the same tool ran again: ``make test`` failing, then ``make check`` passing); else an assistant report; ``unknown``
+only without evidence.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ctxbus.contract.payloads import Outcome
-from ctxbus.core.check_commands import BUILD, TEST, TYPECHECK, Check
+from ctxbus.core.check_commands import BUILD, TEST, TYPECHECK, Check, is_aggregate, same_tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +159,8 @@ RULES: dict[str, Rule] = {
         _R(
             "checks_fixed",
             "the last run of every check family passed after an earlier failure (a failed `cargo build`, `go build` "
-            "... counts as fixed by a later passing test run of the same toolchain, which compiles it)",
+            "... counts as fixed by a later passing test run of the same toolchain, which compiles it; a failed "
+            "`make test` by a later passing `make check`, the project's whole-check script, which runs it)",
             "successful",
         ),
         _R("checks_passed", "the last run of every check family passed", "successful"),
@@ -206,6 +209,19 @@ def _compiled_later(at: int, run: CheckRun, runs: Sequence[tuple[int, CheckRun]]
     )
 
 
+def _rerun_by_aggregate(at: int, run: CheckRun, runs: Sequence[tuple[int, CheckRun]]) -> bool:
+    """A failed check that a later passing whole-check script of the same tool ran again (``deno task test``
+    failed, then ``deno task check``, which runs it, passed)."""
+    return run.verdict is Verdict.FAILED and any(
+        i > at
+        and r.verdict is Verdict.PASSED
+        and is_aggregate(r.check.family)
+        and r.check.family != run.check.family
+        and same_tool(r.check.family, run.check.family)
+        for i, r in runs
+    )
+
+
 def decide(evidence: Sequence[Evidence]) -> Decision:
     """One outcome from evidence in the order it happened (see the module's docstring)."""
     feedback = [(i, e) for i, e in enumerate(evidence) if isinstance(e, Feedback)]
@@ -220,7 +236,11 @@ def decide(evidence: Sequence[Evidence]) -> Decision:
             previous = last.get(run.check.family)
             failed_before |= previous is not None and previous[1].verdict is Verdict.FAILED
             last[run.check.family] = (i, run)
-        finals = [run for i, run in last.values() if not _compiled_later(i, run, runs)]
+        finals = [
+            run
+            for i, run in last.values()
+            if not _compiled_later(i, run, runs) and not _rerun_by_aggregate(i, run, runs)
+        ]
         failed_before |= len(finals) < len(last)
         if all(r.verdict is Verdict.PASSED for r in finals):
             gap = [r for i, r in reports if i > runs[-1][0]]

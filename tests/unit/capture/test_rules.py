@@ -391,6 +391,43 @@ def test_errors_in_two_files_each_fixed_in_its_own_file_are_two_learnings() -> N
     assert "IsNull()" not in by_code["TS2304"].content
 
 
+def test_a_whole_check_script_failing_on_errors_in_two_files_is_two_learnings() -> None:
+    # ``make check`` (fmt, lint, tsc, tests) is a test run by its name, but here it failed on two type errors in
+    # two files, each fixed in its own: as a type checker's failure, two things learned (heldout4's ``deno task ci``)
+    t = (
+        Transcript("s1")
+        .prompt("`make check` fails at the type check since I merged the --input flag. fix please")
+        .bash("make check", TSC_TWO_FILES, code=1)
+        .edit(
+            "src/bookings/bookings.controller.ts",
+            "import { Get } from '@nestjs/common';",
+            "import { Get, Patch } from '@nestjs/common';",
+        )
+        .edit("src/bookings/bookings.service.ts", "where: { cancelledAt: null }", "where: { cancelledAt: IsNull() }")
+        .bash("make check", "npx prettier --check . && npx eslint . && npx tsc --noEmit && npx jest\nok\n")
+        .say("make check passes.")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert sorted(f.title.split()[2] for f in fixes) == ["TS2304", "TS2322"]
+
+
+def test_a_failure_run_again_by_the_whole_check_script_is_fixed_and_the_session_an_episode() -> None:
+    # ``make test`` failed; after the fix ``make check`` (which runs the tests) passed: the session succeeded, so it
+    # is an episode as well as a fix (heldout12's ``deno task test``, then ``deno task check``)
+    t = (
+        Transcript("s1")
+        .prompt("send the organiser an email on each new RSVP")
+        .edit("lib/notify.ts", "", "export async function notifyRsvp() {}\n")
+        .bash("make test", 'error: Uncaught (in promise) NotCapable: Requires env access to "RESEND_API_KEY"\n', code=1)
+        .edit("lib/notify.ts", "export async function notifyRsvp() {}", "export async function notifyRsvp(cfg) {}")
+        .bash("make check", "deno fmt --check && deno task test\nok | 5 passed | 0 failed (40ms)\n")
+        .say("Organisers now get an email on each RSVP; make check passes (fmt, lint, check and 5 tests).")
+    )
+    items = capture(t)
+    assert len(of_rule(items, "failure_fix")) == 1
+    assert len(of_rule(items, "episode")) == 1
+
+
 def test_a_fix_that_replaces_a_line_shows_what_it_replaced() -> None:
     red = "stdin - HorizontalPodAutoscaler x failed validation: could not find schema for HorizontalPodAutoscaler\n"
     t = (

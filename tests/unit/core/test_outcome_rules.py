@@ -187,6 +187,9 @@ DECIDE_CASES: dict[str, list[tuple[list[Evidence], Outcome]]] = {
             [run("cargo build", F, "a", "build", "cargo"), run("cargo test", P, "b", "test", "cargo")],
             Outcome.SUCCESSFUL,
         ),
+        # the project's whole-check script runs its tests again: its pass fixes their failure
+        ([run("make test", F, "a"), run("make check", P, "b")], Outcome.SUCCESSFUL),
+        ([run("npm run lint", F, "a", "lint"), run("npm run ci", P, "b")], Outcome.SUCCESSFUL),
     ],
     "checks_passed": [([run("pytest", P, "a"), run("tsc", P, "b", "typecheck")], Outcome.SUCCESSFUL)],
     "checks_passed_with_reported_gap": [([run("pytest", P, "a"), admits(Outcome.PARTIAL, "b")], Outcome.PARTIAL)],
@@ -199,6 +202,8 @@ DECIDE_CASES: dict[str, list[tuple[list[Evidence], Outcome]]] = {
     "tests_failed": [
         ([run("npm run build", P, "a", "build"), run("npm test", F, "b")], Outcome.FAILED),
         ([run("pytest", F, "a"), run("jest", P, "b")], Outcome.FAILED),
+        # another tool's whole-check script says nothing about this one's tests
+        ([run("pytest", F, "a"), run("make check", P, "b")], Outcome.FAILED),
     ],
     "assistant_report_decides": [([run("pytest", N, "a"), admits(Outcome.FAILED, "b")], Outcome.FAILED)],
     "no_evidence": [([], Outcome.UNKNOWN), ([run("pytest", N, "a")], Outcome.UNKNOWN)],
