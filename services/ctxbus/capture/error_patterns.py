@@ -1,0 +1,128 @@
+"""How tools say what failed, as patterns (pure data for :mod:`ctxbus.capture.signature`): error codes, exception
+names, failing tests' markers, lint rules, the lines that state an error, source paths, and the words that name
+nothing in particular.
+"""
+
+from __future__ import annotations
+
+import re
+
+NUMBERS = re.compile(r"\d+")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: compiler and linter codes: TypeScript TS2345, rustc E0502, flake8/ruff F401 E501, pylint W0612, C# CS0103,
+#: mypy's [arg-type] is read apart
+CODE = re.compile(r"\b(TS\d{4}|CS\d{4}|E\d{4}|[EFWCBNDSUIR]\d{3,4}|SA\d{4}|PLR\d{4}|RUF\d{3}|SIM\d{3}|ANN\d{3})\b")
+MYPY_CODE = re.compile(r"\[([a-z]+(?:-[a-z]+)+|[a-z]+-?[a-z]*)\]\s*$", re.M)
+LINT_RULE = re.compile(r"\s(@?[a-z][\w-]*/[\w-]+|no-[a-z-]+|prefer-[a-z-]+|eqeqeq|camelcase)\s*$", re.M)
+EXCEPTION = re.compile(
+    r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded|Expired|Failure|Timeout|Invalid|NotFound|Denied|Refused|Mismatch|Panic|"
+    r"Violation|Conflict|Missing|Unauthorized|Forbidden|Unavailable|Overflow|Underflow|Fault))\b"
+)
+#: a CamelCase name raised: ``E   app.errors.TokenExpired: ...`` or pytest's ``reset.py:42: TokenReused``
+RAISED = re.compile(
+    r"^\s*(?:E\s+|.*\.\w+:\d+: |\*\* \()?(?:[a-z_]\w*\.|[A-Z]\w*::|[A-Z]\w*\.)*([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)"
+    r"(?::\s|:?$|\))",
+    re.M,
+)
+#: lint and compiler rule ids: rubocop's Style/StringLiterals, clang-tidy's [bugprone-use-after-move], gcc's
+#: [-Werror=unused-variable], detekt's [MagicNumber], ktlint's (standard:indent)
+RULE_IDS = re.compile(
+    r"(?:\b([A-Z][a-z]+/[A-Z]\w+):|\[-W(?:error=)?([\w-]+)\]|\[([a-z]+-[\w.-]+)\]\s*$|\[([A-Z][a-zA-Z]+)\]\s*$|"
+    r"\(([a-z]+:[\w-]+)\)\s*$)",
+    re.M,
+)
+#: rule ids in the shapes many linters share: a bracketed dotted or snake_case id (scalafix's ``[DisableSyntax.var]``,
+#: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
+#: last bullet of a finding (the Dart analyzer's ``• unused_import``), ids after a finding's file (pint's
+#: ``⨯ app/Foo.php   no_unused_imports``)
+#: jest's suite that did not run, and the line that says why (``● Test suite failed to run`` then the error)
+SUITE_DID_NOT_RUN = re.compile(r"^\s*●\s+Test suite failed to run\s*\n(?:[ \t]*\n)*[ \t]*(\S[^\n]{3,300})$", re.M)
+#: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)
+DIAGNOSTIC_ID = re.compile(r"^\W*(?:Diagnostic ID|Rule ID|Error code):\s+([A-Za-z][\w:./-]{2,80})\s*$", re.M)
+MORE_RULE_IDS = re.compile(
+    r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
+    r"(?<![\w\[@.$-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:)|"
+    r"(?<![\w.])([A-Z][a-z]+[A-Z]?\w*\.[A-Z]\w+):\s|"
+    r"•\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*$|"
+    r"\.[A-Za-z]{1,5}\s{2,}([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:,\s*[a-z_]+)*\s*$",
+    re.M,
+)
+#: failures that name what failed: dbt's ``Failure in test unique_orders_id`` / ``Compilation Error in model x``,
+#: Kotlin's ``Unresolved reference: foo``, the linker's ``undefined reference to `foo'``
+WHAT_FAILED = re.compile(
+    r"(?:Failure in test (\w+)|((?:Database|Compilation|Runtime|Dependency) Error) in (?:model|test|snapshot|seed|"
+    r"macro|source) (\w+)|(Unresolved reference: \w+)|(Type mismatch)|(undefined reference to `[^']{1,80}')|"
+    r"(Conflicting migrations)|(No such file or directory)|(Permission denied))"
+)
+#: named failures with no exception class: the Go race detector, policy checks (checkov CKV_AWS_111), lint rule ids
+#: in links (clippy's ``index.html#ptr_arg``) and rule names (``clippy::ptr_arg``), Terraform's ``Error: <summary>``
+NAMED = re.compile(
+    r"(DATA RACE|\bdeadlock\b|Segmentation fault|\bCKV2?_[A-Z0-9]+_\d+|\bAVD-[A-Z]+-\d{4}|\bSC\d{4}\b|\bDL\d{4}\b|"
+    r"(?<=clippy::)[\w-]+|(?<=index\.html#)\w+)"
+)
+#: codes of other tools, read only from the lines that state an error: .NET analyzers (IDE0005, CA2000, SA1200),
+#: SpotBugs patterns (EI_EXPOSE_REP), PostgreSQL's SQLSTATE (42P01: ...), PHPStan's identifiers (method.nonObject)
+MORE_CODES = re.compile(
+    r"\b([A-Z]{2,3}\d{4})\b|\b([A-Z]{2,}(?:_[A-Z0-9]{2,}){1,4})\b|\b(\d{2}[A-Z]\d{2}):|🪪\s*([a-z]+(?:\.[A-Za-z]+)+)"
+)
+STATES_ERROR = re.compile(r"(?i:\berror\b|\bfail|\bwarning\b)|\w(?:Exception|Error)\b")
+TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
+#: a compiler's ``file:line[:col]: message`` (go, gcc, tsc's file(l,c): ...; buf's ``file:16:3:Enum zero value ...``)
+LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}:(?: |(?=[A-Za-z]))(?!note:|warning:)(.{4,160})$", re.M)
+#: golangci-lint names the linter at the end of a finding: ``file.go:57:9: Error return value ... (errcheck)``
+LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?:(?: |(?=[A-Za-z])).+\((\w+)\)\s*$", re.M)
+UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
+GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
+FAILED_TESTS = (
+    re.compile(r"^FAILED ([\w./\\-]+::[\w:.\[\]-]+)", re.M),  # pytest summary
+    re.compile(r"^_{3,} ((?:\w+\.)?test\w*(?:\[[^\]]*\])?) _{3,}$", re.M),  # pytest section header
+    re.compile(r"^\s*--- FAIL: (\w+)", re.M),  # go test
+    re.compile(r"^\s*●\s+(.+?)\s*$", re.M),  # jest
+    re.compile(r"^\s*(?:×|✕|✗)\s+(.+?)(?:\s+\d+\s*ms)?\s*$", re.M),  # vitest / jest list
+    re.compile(r"^test ([\w:]+) \.\.\. FAILED", re.M),  # cargo test
+    re.compile(r"^rspec \./[\w/.-]+:\d+ # (.+)$", re.M),  # rspec
+    re.compile(r"^crystal spec [\w/.-]+:\d+ # (.+)$", re.M),  # crystal spec's rerun line
+    re.compile(r"^#\s+Failed test '([^'\n]{3,100})'", re.M),  # Test::More (prove)
+    re.compile(r"^\s*([\w.]+ > [\w ()\[\]'.-]+?) FAILED\s*$", re.M),  # gradle
+    re.compile(r"^\s*(?:Failed|FAIL!?)\s+([\w.]+(?:Test|Tests|Spec)\w*)", re.M),  # dotnet, maven
+    # Maven surefire 3: ``[ERROR] com.acme.FooTest.rejectsBlank -- Time elapsed: 0.06 s <<< FAILURE!`` (class.method)
+    re.compile(r"^\[ERROR\] (?:[a-z_]\w*\.)*([A-Z]\w*\.\w+) -- Time elapsed: .*<<< (?:FAILURE|ERROR)!", re.M),
+    re.compile(r"^\s*\d+\) ([\w\\]+::\w+)", re.M),  # phpunit
+    re.compile(r"^\s*\d+\) (test .+?) \([\w.]+\)\s*$", re.M),  # ExUnit
+    re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
+    re.compile(r"^\s*\d+ - ([\w.-]+) \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted)\)", re.M),  # ctest
+    re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
+    # many runners' own marker, then the test's name: busted's ``Fail || name``, alcotest's ``[FAIL] suite 1 name``,
+    # TAP's ``not ok 2 - name``
+    re.compile(
+        r"^\s*(?:\[\s*(?i:FAIL(?:ED)?)\s*\]|FAIL(?:ED)?\b|Fail(?:ed)?\b|not ok \d+)[ \t]*(?:\|\||[:-])?[ \t]+"
+        # (not a tally or a heading: ``Failed tests:  5, 7``, ``Failed examples:``)
+        r"(?!(?:tests?|examples?|specs?|subtests?)\s*:)"
+        # (not go's package line, ``FAIL\tgithub.com/acme/svc/store\t0.388s``: a package, no test)
+        r"(?=[A-Za-z_'\"`])(?![\w./-]+\s+\d+(?:\.\d+)?s\s*$)(?=[^\n]*[A-Za-z]{2})([^\n]{3,100}?)\s*$",
+        re.M,
+    ),
+)
+#: a test named on the line just before its failure marker (GUT's ``- test_x`` then ``[Failed]: ...``)
+NAMED_BEFORE = re.compile(r"^[^\n]*?\b(test_\w+|\w+_test)\b[^\n]*\n[^\n]*(?i:\[fail(?:ed)?\]|\bfail(?:ed|ure)?:)", re.M)
+HEADLINE = re.compile(
+    r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[\] ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
+    r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+|e: .+|"
+    r"\s*Failure/Error: .+|\s*thrown: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
+    r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\))$",
+    re.M,
+)
+#: a path with a source-like extension (the whole of it: ``app.html`` is no ``app.h``), optionally with :line; route
+#: folders keep their brackets and a ``+`` (``routes/[id]/+page.svelte``, ``app/(shop)/page.tsx``)
+PATH = re.compile(
+    r"(?<![\w/.+\]-])((?:~?/)?(?:[\w.@+\[\]-][\w.@+\[\]()-]*/(?:[\w.@+\[\]()-]+/)*)?[\w.@+\[\]-]+\.(?:py|pyi|ts|tsx|mts|js|jsx|mjs|cjs|go|rs|rb|java|kt|kts|cs|php|ex|exs|c|cc|cpp|h|hpp|ino|swift|scala|sc|sbt|vue|svelte|sql|toml|yaml|yml|json|gradle|erb|dart|hs|clj|cljs|cljc|edn|sol|[rR]|Rmd|ml|mli|zig|lua|m|mm|xml|tf|tpl|sh|proto|html|css|scss|cfg|ini|properties|fs|elm|jl|nim|cr|groovy|pm|pl|t|ps1|psm1|psd1|erl|hrl|bats|bash|gd|nims))(?![\w-])(?::\d+)?"
+)
+#: identifiers that name nothing in particular
+GENERIC = frozenset(
+    {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit", "Failure/Error"}
+    # jest's heading of a suite that did not run: the line after it says why
+    | {"Test suite failed to run"}
+    # log levels and verdict words that tools print in brackets (Maven's ``[INFO]``, ``[ERROR]``)
+    | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
+    | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}
+)
