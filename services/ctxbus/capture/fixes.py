@@ -23,6 +23,7 @@ from ctxbus.capture.checks import (
     segments_of,
 )
 from ctxbus.capture.edits import bare_command, basename, gist, quotable, relative
+from ctxbus.capture.inner_step import inner_step
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
 from ctxbus.capture.signature import Signature, findings_by_file, signature_of, unformatted
@@ -253,7 +254,8 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
 
 def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> Lesson:
     edits = _edits_summary(error.edits, cwd)
-    fix = Fix(error.signature, error.command, error.hits, edits, verified_by, task, tuple(error.rewrites))
+    inner = inner_step(error.command, error.output) or ""
+    fix = Fix(error.signature, error.command, error.hits, edits, verified_by, task, tuple(error.rewrites), inner)
     return Lesson(RuleName.FAILURE_FIX, Span(error.span.start, span.end), fix)
 
 

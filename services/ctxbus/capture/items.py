@@ -76,7 +76,8 @@ def _fix_text(fix: Fix) -> tuple[str, str, str, str]:
     named = ", ".join(dict.fromkeys(basename(p) for p in sig.locations[:3]))
     at = f" in {named}" if named else ""
     title = f"Fix for {sig.key} in {where}" if files else f"Fix for {sig.key}{at} {where}"
-    parts = [f"{_code(bare_command(fix.failed_command))} failed with {names}"]
+    step = f" in {_code(bare_command(fix.failed_step))}" if fix.failed_step else ""
+    parts = [f"{_code(bare_command(fix.failed_command))} failed{step} with {names}"]
     stated = [line for line in (sig.lines or (sig.headline,)) if line and line not in names]
     if stated:
         parts[0] += ": " + " | ".join(stated)

@@ -32,6 +32,8 @@ class Fix:
     task: str = ""
     #: commands that rewrote files in between (a formatter, ``--fix``, code generation), in order
     rewrites: tuple[str, ...] = ()
+    #: the step of a wrapper that failed (``make lint`` -> ``mix credo --strict``: :mod:`ctxbus.capture.inner_step`)
+    failed_step: str = ""
 
 
 @dataclass(frozen=True, slots=True)

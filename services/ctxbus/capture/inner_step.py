@@ -1,0 +1,58 @@
+"""Which step of a wrapper failed (pure): ``make lint`` ran ``mix format --check-formatted`` and then
+``mix credo --strict``, and the findings are credo's.
+
+A wrapper (make, just, a package or composer script, ``deno task``) echoes each command before it runs it: make
+and just print the command line, npm and pnpm ``> eslint .``, yarn ``$ eslint .``, composer ``> phpstan analyse``,
+deno ``Task lint deno lint``, a shell under ``set -x`` ``+ ruff check .``. The step that failed is the last echoed
+check before the wrapper's own failure line (``make: *** [Makefile:9: lint] Error 2``, ``npm ERR!``); its command
+names the tool, which the wrapper's name does not. A learning says it ("`make lint` failed in `mix credo
+--strict` with ..."), so a later search for the tool finds it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxbus.capture.checks import extra_check, split_commands
+from ctxbus.core.check_commands import check_of_command, check_of_segment
+
+#: how a wrapper echoes the command it runs: a prefix (npm's ``> ``, yarn's ``$ ``, ``set -x``'s ``+ ``, deno's
+#: ``Task <name> ``) or none (make, just)
+_ECHO = re.compile(r"^(?:> |\$ |\+ |Task \S+ )?(?P<command>\S.{0,238})$")
+#: the wrapper's own failure line: where its steps' output ends
+_WRAPPER_FAILED = re.compile(
+    r"^(?:g?make(?:\[\d+\])?: \*\*\*|npm ERR!|npm error|error Command failed with exit code|\s*ELIFECYCLE|"
+    r"error: Recipe `|task: Failed to run task|Script .* handling the .* event returned with error code)"
+)
+#: echoed lines are short; output longer than this is read from its start up to here
+READ_CHARS = 100_000
+
+
+def _echoed_check(line: str, wrapper: str) -> str | None:
+    match = _ECHO.match(line.strip())
+    if match is None:
+        return None
+    command = match.group("command").strip()
+    if command == wrapper or (not command[0].isalnum() and not command.startswith(("./", "."))):
+        return None
+    checks = [check_of_segment(s) or extra_check(s) for s in split_commands(command)]
+    return command if any(checks) else None
+
+
+def inner_step(command: str, output: str) -> str | None:
+    """The echoed check command inside a failing wrapper ``command`` whose findings ``output`` holds, or None
+    (``command`` is no wrapper, echoes nothing, or its only step is itself)."""
+    wrapper = " ".join(command.split())
+    main = check_of_command(command)
+    if main is None or not output:
+        return None
+    found: str | None = None
+    for line in output[:READ_CHARS].splitlines():
+        if _WRAPPER_FAILED.match(line):
+            break
+        echoed = _echoed_check(line, wrapper) if len(line) < 240 else None
+        if echoed is not None:
+            found = echoed
+    if found is None or (check_of_command(found) == main and found.split()[0] == wrapper.split()[0]):
+        return None
+    return found
