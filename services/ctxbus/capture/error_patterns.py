@@ -109,7 +109,9 @@ HEADLINE = re.compile(
     r"^(?:E\s{2,}.+|.*\b(?:error|Error|ERROR)\b[:\[\] ].+|.*\b\w+(?:Error|Exception)\b:.+|panic: .+|"
     r"\s*(?:AssertionError|assert) .+|.*\bexpected\b.+|WARNING: .+|Check: .+|.*\bundefined: .+|e: .+|"
     r"\s*Failure/Error: .+|\s*thrown: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
-    r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\))$",
+    r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\)|"
+    # credo's finding: ``┃ [R] ↘ message`` (its category and priority; the place is on the next line)
+    r"┃ \[[A-Z]\] \S \w.+)$",
     re.M,
 )
 #: a path with a source-like extension (the whole of it: ``app.html`` is no ``app.h``), optionally with :line; route

@@ -196,6 +196,17 @@ def test_a_wrappers_own_line_is_not_the_error() -> None:
     assert signature_of(out).headline == "FAIL unfolded value"
 
 
+def test_a_credo_finding_is_the_error_not_makes_line() -> None:
+    # credo marks each finding ``┃ [R] ↘ message`` (category, priority arrow) with its place on the next line
+    out = (
+        "mix credo --strict\nChecking 41 source files ...\n\n  Refactoring opportunities\n┃\n"
+        "┃ [R] ↘ Cond statements should contain at least two conditions besides `true`, consider using `if` instead.\n"
+        "┃       lib/rota_live/shifts.ex:58:7 #(RotaLive.Shifts.sign_up)\n\n"
+        "198 mods/funs, found 1 refactoring opportunity.\n\nmake: *** [Makefile:9: lint] Error 2\n"
+    )
+    assert "Cond statements should contain at least two conditions" in signature_of(out).headline
+
+
 def test_a_dotted_rule_before_a_colon_is_an_identifier() -> None:
     out = "-- ELM-REVIEW ERROR --- src/Page/Pickup.elm:4:34\n\n(fix) NoUnused.Variables: Imported `class` is not used\n"
     assert "NoUnused.Variables" in signature_of(out).identifiers
