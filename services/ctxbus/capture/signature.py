@@ -196,7 +196,8 @@ _WRAPPER = re.compile(
     r"ERROR: (?:failed to solve: )?process \".*\" did not complete successfully|"
     r".*\bELIFECYCLE\b|Tests? Failed\. Exit: \d+)"
 )
-_BANNER = re.compile(r"_{4,}|={4,}|-{6,}")
+#: a section banner, or scalac 3's location banner (``-- Error: path:17:6``, ``-- [E007] Type Mismatch Error: ...``)
+_BANNER = re.compile(r"_{4,}|={4,}|-{6,}|^(?:\[error\] )?-- (?:\[E\d+\] )?(?:\w+ )*Error: \S+:\d+")
 
 
 def _clip(line: str) -> str:
@@ -208,7 +209,11 @@ def _clip(line: str) -> str:
 
 
 #: a line of a stack trace (it names a file the error passed through, not one it is in)
-_FRAME = re.compile(r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x|Error Trace:)|:\d+: in \w|\(package:")
+_FRAME = re.compile(
+    r"^\s*(?:at\s|#\d+\s|File \"|from\s|\d+:\s*0x|Error Trace:)|:\d+: in \w|\(package:|"
+    # scalac 3's excerpt of the code under its banner: a numbered line, a caret, an empty gutter
+    r"^\[error\]\s+(?:\d+\s+\|.*|\|[\s^~]*)$"
+)
 #: a file:line (or file(line,col)) reference
 _LOCATED_PATH = re.compile(PATH.pattern.replace("(?::\\d+)?", "(?=:\\d+|\\(\\d+)"))
 

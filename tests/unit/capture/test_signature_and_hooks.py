@@ -207,6 +207,20 @@ def test_a_credo_finding_is_the_error_not_makes_line() -> None:
     assert "Cond statements should contain at least two conditions" in signature_of(out).headline
 
 
+def test_a_scala_3_error_is_what_follows_its_location_banner() -> None:
+    # scalac 3 opens each error with ``-- Error: path:line:col`` (or ``-- [E007] Type Mismatch Error: ...``): where,
+    # not what; the message is in the lines after it
+    out = (
+        "[info] compiling 3 Scala sources to /home/t/meter/target/scala-3.5.2/classes ...\n"
+        "[error] -- Error: /home/t/meter/src/main/scala/meter/Main.scala:17:6 \n"
+        "[error] 17 |    .provide(\n[error]    |    ^\n[error]    |\n"
+        "[error]    |──── ZLAYER ERROR ────────────────────────────────────────\n[error]    |\n"
+        "[error]    | Please provide a layer for the following type:\n"
+        "[error] one error found\n[error] (Compile / compileIncremental) Compilation failed\n"
+    )
+    assert "ZLAYER ERROR" in signature_of(out).headline
+
+
 def test_a_dotted_rule_before_a_colon_is_an_identifier() -> None:
     out = "-- ELM-REVIEW ERROR --- src/Page/Pickup.elm:4:34\n\n(fix) NoUnused.Variables: Imported `class` is not used\n"
     assert "NoUnused.Variables" in signature_of(out).identifiers
