@@ -111,7 +111,9 @@ HEADLINE = re.compile(
     r"\s*Failure/Error: .+|\s*thrown: .+|\s*\*\* \(.+|.*\b(?:Failure|Failed|FAILED) (?:in|at|:) .+|\[\s+FAILED\s+\].+|"
     r".*warning: .+\[[\w.-]+\]|\s*\d+ - [\w.-]+ \((?:Failed|SEGFAULT|Timeout)\)|"
     # credo's finding: ``┃ [R] ↘ message`` (its category and priority; the place is on the next line)
-    r"┃ \[[A-Z]\] \S \w.+)$",
+    r"┃ \[[A-Z]\] \S \w.+|"
+    # Flutter's announcement of what was thrown (the next line says what: ``signature._said_next``)
+    r"The following .{3,80} was thrown\b.*:)$",
     re.M,
 )
 #: a path with a source-like extension (the whole of it: ``app.html`` is no ``app.h``), optionally with :line; route

@@ -91,7 +91,10 @@ class Signature:
 #: BuildKit's step and time prefix (``#12 3.913 ``): the build step's own line follows it
 _BUILDKIT = re.compile(r"^#\d+ (?:\d+\.\d+ )?", re.M)
 #: a line that only announces an error (``error during build:``): the next line says which
-_ANNOUNCES = re.compile(r"^\W*(?:\w+:? ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$")
+#: (and Flutter's ``The following assertion was thrown running a test:``)
+_ANNOUNCES = re.compile(
+    r"^\W*(?:\w+:? ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$|^The following .{3,80} was thrown\b.*:$"
+)
 
 
 def clean(text: str) -> str:

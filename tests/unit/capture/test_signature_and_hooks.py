@@ -221,6 +221,19 @@ def test_a_scala_3_error_is_what_follows_its_location_banner() -> None:
     assert "ZLAYER ERROR" in signature_of(out).headline
 
 
+def test_flutters_announcement_of_an_exception_is_read_with_the_line_after_it() -> None:
+    out = (
+        "00:02 +0: HistoryScreen shows sets grouped by day\n"
+        "══╡ EXCEPTION CAUGHT BY FLUTTER TEST FRAMEWORK ╞════════════════════════════════════\n"
+        "The following assertion was thrown running a test:\n"
+        "A Timer is still pending even after the widget tree was disposed.\n"
+        "'package:flutter_test/src/binding.dart':\nFailed assertion: line 1542 pos 12: '!timersPending'\n"
+        "══════════════════════════════════════════════════════════════════════════════════════\n"
+        "00:02 +0 -1: HistoryScreen shows sets grouped by day [E]\n  Test failed. See exception logs above.\n"
+    )
+    assert "A Timer is still pending even after the widget tree was disposed" in signature_of(out).headline
+
+
 def test_a_dotted_rule_before_a_colon_is_an_identifier() -> None:
     out = "-- ELM-REVIEW ERROR --- src/Page/Pickup.elm:4:34\n\n(fix) NoUnused.Variables: Imported `class` is not used\n"
     assert "NoUnused.Variables" in signature_of(out).identifiers
