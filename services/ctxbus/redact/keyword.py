@@ -106,7 +106,9 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 #: starts a line or follows a space, a quote or a parenthesis, the value ends at a space, a quote or the end; with a
 #: colon, the name has an underscore or quotes (a one-word name and a colon is a tool's label: ``FAIL: Test…``)
 _ENV_ANY = re.compile(
-    r"""(?:^|(?<=[\s"'(]))(?P<q>"?)(?P<name>[A-Z][A-Z0-9_]{2,63})(?P=q)(?P<sep>=|:[ \t]{1,4})"?"""
+    # (the name's first capital comes first, its look-behind after it: the engine skips to capitals by their class;
+    # a look-behind first made the scan four times slower)
+    r"""(?P<name>[A-Z](?<![^\s"'(][A-Z])[A-Z0-9_]{2,63})(?P<q>"?)(?P<sep>=|:[ \t]{1,4})"?"""
     r"""(?P<value>[A-Za-z0-9+/=_.~-]{16,512})(?=["'`]?(?:[\s,;)}]|$))""",
     re.MULTILINE,
 )

@@ -171,7 +171,9 @@ RESEND_KEY = Rule("resend-key", re.compile(_tok(r"re_") + r"[A-Za-z0-9_]{20,64}(
 #: 40 random characters (Sanctum 4: an optional prefix before them, a CRC32 after)
 SANCTUM_TOKEN = Rule(
     "laravel-sanctum-token",
-    re.compile(r"(?<![A-Za-z0-9_|])[0-9]{1,12}\|[A-Za-z0-9_]{40,80}(?![A-Za-z0-9_])"),
+    # (the bar first, a digit of the id checked behind it: a scan from every digit cost 1.3 ms per 100 KB of code;
+    # the id stays, the random part goes)
+    re.compile(r"\|(?<=[0-9]\|)[A-Za-z0-9_]{40,80}(?![A-Za-z0-9_])"),
     ("|",),
     0,
     _mixed,
