@@ -29,11 +29,13 @@ READ_CHARS = 100_000
 
 
 def _echoed_check(line: str, wrapper: str) -> str | None:
-    match = _ECHO.match(line.strip())
+    # an echo starts its line (indented output is the steps' own) and names a program: a small letter or a path
+    # first (``Checking 41 files``, ``[error] ...``, ``12:7 error`` are output, and are not parsed as commands)
+    match = _ECHO.match(line.rstrip())
     if match is None:
         return None
     command = match.group("command").strip()
-    if command == wrapper or (not command[0].isalnum() and not command.startswith(("./", "."))):
+    if command == wrapper or not (command[0].islower() or command.startswith(("./", "../", "/"))):
         return None
     checks = [check_of_segment(s) or extra_check(s) for s in split_commands(command)]
     return command if any(checks) else None
