@@ -130,3 +130,11 @@ GENERIC = frozenset(
     | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
     | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}
 )
+#: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn, just, go-task, composer, docker build):
+#: the tool's own lines say what, and the steps it echoed end there
+WRAPPER_FAILED = re.compile(
+    r"\s*(?:g?make(?:\[\d+\])?: \*\*\*|Error: Command exited with code \d+|npm ERR!|npm error|"
+    r"error Command failed with exit code|ERROR: (?:failed to solve: )?process \".*\" did not complete successfully|"
+    r".*\bELIFECYCLE\b|Tests? Failed\. Exit: \d+|error: Recipe `|task: Failed to run task|"
+    r"Script .* handling the .* event returned with error code)"
+)

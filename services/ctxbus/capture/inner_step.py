@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import re
 
-from ctxbus.capture.checks import extra_check, split_commands
-from ctxbus.core.check_commands import check_of_command, check_of_segment
+from ctxbus.capture.checks import checks_in
+from ctxbus.capture.error_patterns import WRAPPER_FAILED
+from ctxbus.core.check_commands import check_of_command
 
 #: how a wrapper echoes the command it runs: a prefix (npm's ``> ``, yarn's ``$ ``, ``set -x``'s ``+ ``, deno's
 #: ``Task <name> ``) or none (make, just)
 _ECHO = re.compile(r"^(?:> |\$ |\+ |Task \S+ )?(?P<command>\S.{0,238})$")
-#: the wrapper's own failure line: where its steps' output ends
-_WRAPPER_FAILED = re.compile(
-    r"^(?:g?make(?:\[\d+\])?: \*\*\*|npm ERR!|npm error|error Command failed with exit code|\s*ELIFECYCLE|"
-    r"error: Recipe `|task: Failed to run task|Script .* handling the .* event returned with error code)"
-)
 #: echoed lines are short; output longer than this is read from its start up to here
 READ_CHARS = 100_000
 
@@ -37,8 +33,7 @@ def _echoed_check(line: str, wrapper: str) -> str | None:
     command = match.group("command").strip()
     if command == wrapper or not (command[0].islower() or command.startswith(("./", "../", "/"))):
         return None
-    checks = [check_of_segment(s) or extra_check(s) for s in split_commands(command)]
-    return command if any(checks) else None
+    return command if checks_in(command) else None
 
 
 def inner_step(command: str, output: str) -> str | None:
@@ -50,7 +45,7 @@ def inner_step(command: str, output: str) -> str | None:
         return None
     found: str | None = None
     for line in output[:READ_CHARS].splitlines():
-        if _WRAPPER_FAILED.match(line):
+        if WRAPPER_FAILED.match(line):
             break
         echoed = _echoed_check(line, wrapper) if len(line) < 240 else None
         if echoed is not None:

@@ -38,6 +38,7 @@ from ctxbus.capture.error_patterns import (
     TF_ERROR,
     UNDEFINED,
     WHAT_FAILED,
+    WRAPPER_FAILED,
 )
 
 MAX_IDENTIFIERS = 6
@@ -170,7 +171,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
     # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what
-    own = [line for line in at if not _WRAPPER.match(line)]  # a wrapper's line only when nothing else says more
+    own = [line for line in at if not WRAPPER_FAILED.match(line)]  # a wrapper's line only when nothing else says more
     ordered = sorted(own, key=lambda line: (bool(_BANNER.search(line)), at[line]))[:ERROR_LINES]
     ordered = (
         ordered
@@ -193,12 +194,6 @@ def signature_of(output: str, detail: str = "") -> Signature:
 _VERDICT = re.compile(r"\s*(?:\[\w+\]\s*)?BUILD FAIL(?:ED|URE)\b")
 #: a located line that reports a pass (Unity's ``test_x.c:14: test_dry [PASSED]``)
 _PASSED_LINE = re.compile(r"[\[(:]\s*(?:PASSED|PASS|OK|ok|SKIPPED|IGNORED)\s*[\])]?\s*$")
-#: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn): the tool's own lines say what
-_WRAPPER = re.compile(
-    r"(?:g?make(?:\[\d+\])?: \*\*\*|Error: Command exited with code \d+|npm ERR!|error Command failed with exit code|"
-    r"ERROR: (?:failed to solve: )?process \".*\" did not complete successfully|"
-    r".*\bELIFECYCLE\b|Tests? Failed\. Exit: \d+)"
-)
 #: a section banner, or scalac 3's location banner (``-- Error: path:17:6``, ``-- [E007] Type Mismatch Error: ...``)
 _BANNER = re.compile(r"_{4,}|={4,}|-{6,}|^(?:\[error\] )?-- (?:\[E\d+\] )?(?:\w+ )*Error: \S+:\d+")
 
@@ -285,7 +280,7 @@ def _plain_error_lines(text: str) -> tuple[str, ...]:
     found: list[str] = []
     for raw in text.splitlines():
         line = " ".join(raw.split())[:HEADLINE_CHARS]
-        if len(line) < 8 or line in found or _TALLY.match(line) or _WRAPPER.match(line):
+        if len(line) < 8 or line in found or _TALLY.match(line) or WRAPPER_FAILED.match(line):
             continue
         if not _FAILURE_WORDS.search(_ZERO.sub("", line)):
             continue
