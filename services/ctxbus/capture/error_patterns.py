@@ -31,14 +31,14 @@ RULE_IDS = re.compile(
     r"\(([a-z]+:[\w-]+)\)\s*$)",
     re.M,
 )
-#: rule ids in the shapes many linters share: a bracketed dotted or snake_case id (scalafix's ``[DisableSyntax.var]``,
-#: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
-#: last bullet of a finding (the Dart analyzer's ``• unused_import``), ids after a finding's file (pint's
-#: ``⨯ app/Foo.php   no_unused_imports``)
 #: jest's suite that did not run, and the line that says why (``● Test suite failed to run`` then the error)
 SUITE_DID_NOT_RUN = re.compile(r"^\s*●\s+Test suite failed to run\s*\n(?:[ \t]*\n)*[ \t]*(\S[^\n]{3,300})$", re.M)
 #: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)
 DIAGNOSTIC_ID = re.compile(r"^\W*(?:Diagnostic ID|Rule ID|Error code):\s+([A-Za-z][\w:./-]{2,80})\s*$", re.M)
+#: rule ids in the shapes many linters share: a bracketed dotted or snake_case id (scalafix's ``[DisableSyntax.var]``,
+#: lintr's ``[object_name_linter]``), a rule with its variant (ansible-lint's ``fqcn[action-core]``), an id after the
+#: last bullet of a finding (the Dart analyzer's ``• unused_import``), ids after a finding's file (pint's
+#: ``⨯ app/Foo.php   no_unused_imports``)
 MORE_RULE_IDS = re.compile(
     r"\[([A-Z][A-Za-z]+[./][A-Z]?[A-Za-z]\w*)\]|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]\s*$|"
     r"(?<![\w\[@.$-])([a-z][a-z0-9-]*\[[a-z][\w-]*\])(?=:)|"
