@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -126,3 +127,15 @@ def test_importing_the_module_does_not_load_onnxruntime() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_model_records_when_it_last_ran(embedder: OnnxMiniLmEmbedder) -> None:
+    """What the retriever's keep-warm loop reads: a model that ran lately needs no warming."""
+    before = time.monotonic()
+    embedder.embed_query("when did the model run")
+    after_query = embedder.last_run
+    assert after_query is not None and after_query >= before
+    embedder.embed(["batch one", "batch two"])
+    assert embedder.last_run is not None and embedder.last_run >= after_query
+    assert embedder.count_tokens("counting tokens runs no model") > 0
+    assert embedder.last_run <= time.monotonic()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -104,6 +105,8 @@ class OnnxMiniLmEmbedder:
         self._session: _Session | None = None
         self._inputs: frozenset[str] = frozenset()
         self._load_lock = threading.Lock()
+        #: when the model last ran (``time.monotonic()``; None: never): the retriever's keep-warm loop reads it
+        self.last_run: float | None = None
 
     @property
     def model_id(self) -> str:
@@ -164,6 +167,7 @@ class OnnxMiniLmEmbedder:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         unit = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         rows: list[Vector] = unit.tolist()
+        self.last_run = time.monotonic()
         return rows
 
     def _get_session(self) -> _Session:
