@@ -83,6 +83,11 @@ _PLACEHOLDER = re.compile(
     r"secretstr|any|object|number|boolean|password|secret|token|x{3,}|\*+|\.{2,}|-+|_+|\[[^\]]*\]|"
     r"<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%[sd]|\{[^}]*\}?|os\.environ.*|process\.env.*|env\(.*"
 )
+#: a word of prose after a password word: what may be a made-up password (``Kettle-Otter-3311``, ``copper.lantern.73``)
+_PROSE_WORD = re.compile(r"[^\s'\"`,;()<>\[\]{}]+")
+#: how many words may stand between a password word and the password ("password for staging is …")
+_WORDS_BETWEEN = 3
+_SEPARATORS = frozenset("-_.!@#$%^&*?~+=")
 _PASS_NAME = re.compile(r"(?:.*[_.-])?pass(?:[_.-].*)?|-{1,2}pass")
 _CODE_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\(?|[A-Za-z_][A-Za-z0-9_]*\(.*")
 #: names whose values are hashes or ids, not secrets (``TOKENIZER_SHA256``, ``private_key_id``)
@@ -172,6 +177,40 @@ _ENV_PLAIN_PARTS = frozenset(
         "SEED",
     }
 )
+
+
+def _made_up(word: str) -> bool:
+    """A password as people make them up from words and digits (``Kettle-Otter-3311``, ``copper.lantern.73``,
+    ``Quill-9pine``): 8-64 characters with a small letter, a digit and a separator, and either both cases or two
+    separators; not an algorithm (``PBKDF2-SHA256``: no small letter), a setting (``bcrypt-12``), an identifier
+    (``reset_flow_v2``), code, a path or a reference."""
+    if not 8 <= len(word) <= 64 or word.startswith(("/", "~", ".", "-", "$", "%", MARK_PREFIX)) or "://" in word:
+        return False
+    if not any(c.islower() for c in word) or not any(c.isdigit() for c in word):
+        return False
+    separators = sum(1 for c in word if c in _SEPARATORS)
+    if not separators or not (any(c.isupper() for c in word) or separators >= 2):
+        return False
+    return not (_PLACEHOLDER.fullmatch(word) or _CODE_LIKE.fullmatch(word) or _SNAKE.fullmatch(word))
+
+
+def _made_up_password(text: str, lowered: str, end: int) -> tuple[int, int, str] | None:
+    """A made-up password (:func:`_made_up`) among the first words after a password word (``lowered``, ending at
+    ``end``) in the same sentence: "(user claims, password Kettle-Otter-3311)", "the password is copper.lantern.73"."""
+    if not _PASSWORD_WORD.search(lowered) or lowered.endswith("."):
+        return None  # (``password.`` ends its sentence)
+    pos = end
+    for _ in range(_WORDS_BETWEEN + 1):
+        word = _PROSE_WORD.search(text, pos, min(len(text), pos + 80))
+        if word is None or "\n" in text[pos : word.start()]:
+            return None
+        value = word.group().rstrip(".:!?")
+        if _made_up(value):
+            return word.start(), word.start() + len(value), "password-in-prose"
+        if word.group().endswith((".", "!", "?")) and len(value) < len(word.group()):
+            return None  # the sentence ended
+        pos = word.end()
+    return None
 
 
 def _random_case(value: str) -> bool:
@@ -275,6 +314,9 @@ class KeywordRule:
                     strong = False  # "one pass: …", "secret: the gateway's": prose after a colon
                 if self._is_secret_value(value, lowered, strong=strong, env=env, quoted=quoted):
                     return assigned.start(group), assigned.end(group), "secret-assignment"
+                if not quoted and _PASSWORD_WORD.search(lowered) and _made_up(value.rstrip(".")):
+                    # "user app, password: Kettle-Otter-3311": prose after a colon, a made-up password
+                    return assigned.start(group), assigned.start(group) + len(value.rstrip(".")), "password-in-prose"
                 return None
         # prose: "the api key is 8f3a…", "token abc…": a high-entropy token close after the name
         before = text[max(0, start - 12) : start].lower()
@@ -290,11 +332,11 @@ class KeywordRule:
             # a password-shaped token later in the same sentence ("the db password is garbage, use Hx7$mN2!qR9s")
             shaped = _PASSWORD_SHAPED.search(text, end, min(len(text), end + _SENTENCE_REACH))
             if shaped is None or not _PASSWORD_WORD.search(lowered) or _SENTENCE_END.search(text, end, shaped.start()):
-                return None
+                return _made_up_password(text, lowered, end)
             return shaped.start(), shaped.end(), "password-in-prose"
         between = text[end : near.start()]
         if "\n" in between or len(between.split()) > 3 or not self._high_entropy(near.group()):
-            return None
+            return _made_up_password(text, lowered, end)
         return near.start(), near.end(), "high-entropy-secret"
 
     def _is_secret_value(self, value: str, name: str, *, strong: bool, env: bool, quoted: bool) -> bool:
