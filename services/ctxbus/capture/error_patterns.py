@@ -71,12 +71,18 @@ TF_ERROR = re.compile(r"^(?:\W\s*)?Error: ([A-Z][\w ,'-]{3,80})$", re.M)
 LOCATED = re.compile(r"^[\w./@-]+\.\w+(?::\d+){1,2}:(?: |(?=[A-Za-z]))(?!note:|warning:)(.{4,160})$", re.M)
 #: golangci-lint names the linter at the end of a finding: ``file.go:57:9: Error return value ... (errcheck)``
 LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?:(?: |(?=[A-Za-z])).+\((\w+)\)\s*$", re.M)
+#: a finding javac prints through maven with its lint category or Error Prone check in brackets:
+#: ``[WARNING] /src/…/ClaimNotifier.java:[31,9] [MissingCasesInEnumSwitch] Non-exhaustive switch``
+JAVAC_CATEGORY = re.compile(r"\.java:\[\d+,\d+\] \[([A-Za-z][\w-]{1,60})\] ")
+#: the build says its warnings are errors: a located warning is then what failed
+WERROR = re.compile(r"-Werror\b|warnings being treated as errors")
+LOCATED_WARNING = re.compile(r"^(?:\[WARNING\] |[^\n]*\bwarning: )[^\n]*?[\w.-]+\.\w+(?::\[?\d+)[^\n]{4,}$", re.M)
 UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 FAILED_TESTS = (
     re.compile(r"^FAILED ([\w./\\-]+::[\w:.\[\]-]+)", re.M),  # pytest summary
     re.compile(r"^_{3,} ((?:\w+\.)?test\w*(?:\[[^\]]*\])?) _{3,}$", re.M),  # pytest section header
-    re.compile(r"^\s*--- FAIL: (\w+)", re.M),  # go test
+    re.compile(r"^\s*--- FAIL: (\w+(?:/\S+)?)", re.M),  # go test (a subtest by its path: ``TestSuite/TestCase``)
     re.compile(r"^\s*●\s+(.+?)\s*$", re.M),  # jest
     re.compile(r"^\s*(?:×|✕|✗)\s+(.+?)(?:\s+\d+\s*ms)?\s*$", re.M),  # vitest / jest list
     re.compile(r"^test ([\w:]+) \.\.\. FAILED", re.M),  # cargo test
@@ -92,6 +98,9 @@ FAILED_TESTS = (
     re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
     re.compile(r"^\s*\d+ - ([\w.-]+) \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted)\)", re.M),  # ctest
     re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
+    re.compile(r"^\s*\d+\) (?:Failure|Error):\n\s*([\w:]+#\w+)", re.M),  # minitest: ``Class#test_x [file:line]:``
+    # node:test's spec reporter (not its ``✖ failing tests:`` heading, nor eslint's tally)
+    re.compile(r"^\s*\u2716\s+(?!\d+ problems?\b|failing tests:)(.+?)(?:\s+\(\d+(?:\.\d+)?m?s\))?\s*$", re.M),
     # many runners' own marker, then the test's name: busted's ``Fail || name``, alcotest's ``[FAIL] suite 1 name``,
     # TAP's ``not ok 2 - name``
     re.compile(

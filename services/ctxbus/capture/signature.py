@@ -21,9 +21,11 @@ from ctxbus.capture.error_patterns import (
     GENERIC,
     GO_PANIC,
     HEADLINE,
+    JAVAC_CATEGORY,
     LINT_RULE,
     LINTER,
     LOCATED,
+    LOCATED_WARNING,
     MORE_CODES,
     MORE_RULE_IDS,
     MYPY_CODE,
@@ -37,9 +39,11 @@ from ctxbus.capture.error_patterns import (
     SUITE_DID_NOT_RUN,
     TF_ERROR,
     UNDEFINED,
+    WERROR,
     WHAT_FAILED,
     WRAPPER_FAILED,
 )
+from ctxbus.capture.json_logs import logged_errors
 
 MAX_IDENTIFIERS = 6
 ERROR_LINES = 3
@@ -121,6 +125,12 @@ def signature_of(output: str, detail: str = "") -> Signature:
     """The signature of a failing check's output (``detail``: the outcome rules' summary line)."""
     text = clean(output)
     found: list[str] = []
+    for match in JAVAC_CATEGORY.finditer(text):
+        _add(found, match.group(1))
+    logged = list(logged_errors(text))
+    for error in logged:
+        for identifier in error.identifiers:
+            _add(found, identifier)
     for match in CODE.finditer(text):
         _add(found, match.group(1))
     for match in MYPY_CODE.finditer(text):
@@ -160,13 +170,23 @@ def signature_of(output: str, detail: str = "") -> Signature:
         _add(found, match.group(1))
     for match in GO_PANIC.finditer(text):
         _add(found, match.group(1))
+    # a failed subtest names its parent too (go's ``TestSuite`` and ``TestSuite/TestCase``): the path says which
+    found = [i for i in found if not any(other.startswith(f"{i}/") for other in found)]
     at: dict[str, int] = {}
+    log_lines = {error.start for error in logged}
+    for error in logged:
+        at.setdefault(_clip(error.statement), error.start)
+    if WERROR.search(text):  # the warnings are what failed
+        for match in LOCATED_WARNING.finditer(text):
+            at.setdefault(_clip(" ".join(match.group(0).split())), match.start())
     for match in SUITE_DID_NOT_RUN.finditer(text):
         at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
     for pattern in (HEADLINE, LOCATED):
         for match in pattern.finditer(text):
             if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)) or _VERDICT.match(match.group(0)):
                 continue  # a frame the error passed through (where, not what), a test that passed, a build's verdict
+            if text.rfind("\n", 0, match.start()) + 1 in log_lines:
+                continue  # a JSON log line: read above as what it says
             line = _clip(_said_next(text, match.start(), " ".join(match.group(0).split())))
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())

@@ -41,6 +41,8 @@ _FAILURE_LINES = re.compile(
             r"(?<!\.)\.{3,}+\s*Failed$",  # pre-commit
             r"\b[1-9]\d* of \d+ failed\b",  # cypress
             r"\btests passed, [1-9]\d* tests? failed out of\b",  # ctest
+            r"^[^\S\n]*+(?:\u2139|#)[^\S\n]fail[^\S\n][1-9]\d*[^\S\n]*$",  # node:test (spec, tap), TAP's tally
+            r"^[^\S\n]*+[1-9]\d* fail[^\S\n]*$",  # bun test
         )
     ),
     re.M,
@@ -62,6 +64,8 @@ _PASS_LINES = re.compile(
             r"congratulations :\)|^[^\S\n]*+\S+: OK\b",  # tox
             r"(?<!\.)\.{3,}+\s*Passed$",  # pre-commit
             r"\b100% tests passed\b",  # ctest
+            r"^[^\S\n]*+(?:\u2139|#)[^\S\n]fail[^\S\n]0[^\S\n]*$",  # node:test (spec, tap), TAP's tally
+            r"^[^\S\n]*+0 fail[^\S\n]*$",  # bun test
         )
     ),
     re.M,

@@ -382,3 +382,70 @@ def test_gradles_closing_verdict_is_no_headline() -> None:
     assert "BUILD FAILED" not in sig.headline and not any("BUILD FAILED" in line for line in sig.lines)
     assert "createsRouteWithStops" in sig.headline or "HttpClientResponseException" in sig.headline
     assert sig.same_error(signature_of(GRADLE_TEST_FAILED.replace("in 21s", "in 34s")))
+
+
+def test_a_failed_subtest_is_named_by_its_path_not_only_its_parent() -> None:
+    out = (
+        "--- FAIL: TestShiftSuite (0.38s)\n    --- FAIL: TestShiftSuite/TestOverlappingShiftRejected (0.09s)\n"
+        "        shifts_test.go:26:\n            \tError:      \tNot equal:\nFAIL\n"
+    )
+    ids = signature_of(out).identifiers
+    assert ids[0] == "TestShiftSuite/TestOverlappingShiftRejected"
+    assert "TestShiftSuite" not in ids  # the parent failed because its subtest did
+
+
+def test_minitest_names_its_failed_test_under_the_failure_heading() -> None:
+    out = (
+        "  1) Failure:\nSwapMatcherTest#test_notify_watchers_skips_when_quantity_missing "
+        "[test/services/swap_matcher_test.rb:44]:\nExpected: 0\n  Actual: 1\n\n15 runs, 21 assertions, 1 failures\n"
+    )
+    assert "SwapMatcherTest#test_notify_watchers_skips_when_quantity_missing" in signature_of(out).identifiers
+
+
+def test_node_tests_failed_test_is_named_but_not_eslints_tally_or_nodes_heading() -> None:
+    out = (
+        "\u25b6 POST /bookings\n  \u2716 rejects a booking that overlaps an existing one (31.2ms)\n"
+        "    AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n"
+        "\u2716 failing tests:\n\ntest at test/bookings.test.ts:26:3\n"
+    )
+    ids = signature_of(out).identifiers
+    assert "rejects a booking that overlaps an existing one" in ids
+    assert not any("failing tests" in i for i in ids)
+    assert (
+        "3 problems (3 errors, 0 warnings)"
+        not in signature_of("\u2716 3 problems (3 errors, 0 warnings)\n").identifiers
+    )
+
+
+def test_a_json_log_lines_error_is_read_as_its_type_message_and_code() -> None:
+    # pino (Fastify's logger) at level 50, as a test run prints it: the error object says what failed
+    out = (
+        "\u2716 marks the booking paid (18.3ms)\n"
+        '{"level":50,"time":1763457102118,"pid":51877,"reqId":"req-1","err":{"type":"DatabaseError",'
+        '"message":"conflicting key value violates exclusion constraint \\"bookings_no_overlap\\"","code":"23P01",'
+        '"stack":"DatabaseError: conflicting key value\\n    at Parser.parseErrorMessage"},"msg":"conflicting key"}\n'
+    )
+    sig = signature_of(out)
+    assert "23P01" in sig.identifiers and "DatabaseError" in sig.identifiers
+    assert any(line.startswith("DatabaseError: conflicting key value violates exclusion") for line in sig.lines)
+    structlog = '{"event": "payment failed", "level": "error", "exc_info": "Traceback ...", "error": "CardDeclined"}'
+    assert "CardDeclined" in signature_of(structlog).identifiers
+    info = '{"level":30,"msg":"request completed","err":{"type":"CacheStale","message":"fine","code":"W42"}}'
+    assert not signature_of(info).identifiers and not signature_of(info).lines
+
+
+def test_javacs_bracketed_category_of_a_located_finding_is_an_identifier() -> None:
+    # Error Prone and javac -Xlint through maven: a warning that -Werror makes an error
+    out = (
+        "[WARNING] /src/main/java/io/acme/ClaimNotifier.java:[31,9] [MissingCasesInEnumSwitch] Non-exhaustive "
+        "switch; either add a default or handle the remaining cases: ESCALATED\n"
+        "[WARNING] /src/main/java/io/acme/Old.java:[12,5] [deprecation] foo() in Bar has been deprecated\n"
+        "[ERROR] COMPILATION ERROR :\n[ERROR] warnings found and -Werror specified\n"
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.13.0:compile "
+        "(default-compile) on project claims: Compilation failure\n"
+    )
+    sig = signature_of(out)
+    assert sig.identifiers[:2] == ("MissingCasesInEnumSwitch", "deprecation")
+    assert sig.headline.startswith(
+        "[WARNING] /src/main/java/io/acme/ClaimNotifier.java:[31,9] [MissingCasesInEnumSwitch]"
+    )

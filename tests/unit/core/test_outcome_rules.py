@@ -54,6 +54,14 @@ READ_CASES: dict[str, list[tuple[str, dict[str, Any], Verdict]]] = {
         ("12 passed in 1.0s\nFAIL Required test coverage of 90% not reached.", {"exit_code": 1}, Verdict.FAILED),
         ("5 examples, 2 failures", {"exit_code": 1}, Verdict.FAILED),
         ("\x1b[31m1 failed\x1b[0m, \x1b[32m4 passed\x1b[0m in 0.30s", {"exit_code": 0}, Verdict.FAILED),
+        # node:test's spec reporter and TAP's tallies (``npm test | tail``: tail's exit code), bun's
+        ("\u2139 tests 6\n\u2139 pass 5\n\u2139 fail 1\n\u2139 cancelled 0", {"exit_code": 0}, Verdict.FAILED),
+        ("# tests 6\n# pass 5\n# fail 1\n", {"exit_code": 0}, Verdict.FAILED),
+        (
+            " 12 pass\n 1 fail\n 30 expect() calls\nRan 13 tests across 3 files. [120.00ms]",
+            {"exit_code": 0},
+            Verdict.FAILED,
+        ),
     ],
     "exit_code_nonzero": [
         ("Traceback (most recent call last):\nImportError: cannot import name 'x'", {"exit_code": 2}, Verdict.FAILED),
@@ -72,6 +80,13 @@ READ_CASES: dict[str, list[tuple[str, dict[str, Any], Verdict]]] = {
         # a passing test that prints an error-looking line: the runner's closing summary comes last
         ("error: config file missing (expected)\n...\n5 passed in 0.10s", {"exit_code": 0}, Verdict.PASSED),
         ("=== 2 passed, 1 xfailed in 0.30s ===", {"exit_code": 0}, Verdict.PASSED),
+        ("\u2139 tests 6\n\u2139 pass 6\n\u2139 fail 0\n\u2139 cancelled 0", {"exit_code": 0}, Verdict.PASSED),
+        ("# tests 6\n# pass 6\n# fail 0\n", {"exit_code": 0}, Verdict.PASSED),
+        (
+            " 13 pass\n 0 fail\n 30 expect() calls\nRan 13 tests across 3 files. [120.00ms]",
+            {"exit_code": 0},
+            Verdict.PASSED,
+        ),
     ],
     "no_tests_ran": [
         ("collected 0 items\n\nno tests ran in 0.01s", {"exit_code": 5}, Verdict.NONE),
