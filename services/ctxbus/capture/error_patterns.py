@@ -139,6 +139,23 @@ GENERIC = frozenset(
     | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
     | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}
 )
+#: exceptions a build tool or process runner raises when the tool it ran failed (Nuke, Gradle, Maven, Ant, execa,
+#: Python's subprocess, Node's child_process): they say that, not what, failed, so they join no two errors
+WRAPPER_EXCEPTIONS = frozenset(
+    {
+        "ProcessException",
+        "TaskExecutionException",
+        "GradleException",
+        "MojoFailureException",
+        "MojoExecutionException",
+        "BuildException",
+        "CalledProcessError",
+        "ExecaError",
+        "ExecException",
+        "ChildProcessError",
+        "CommandFailedException",
+    }
+)
 #: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn, just, go-task, composer, docker build):
 #: the tool's own lines say what, and the steps it echoed end there
 WRAPPER_FAILED = re.compile(

@@ -41,6 +41,7 @@ from ctxbus.capture.error_patterns import (
     UNDEFINED,
     WERROR,
     WHAT_FAILED,
+    WRAPPER_EXCEPTIONS,
     WRAPPER_FAILED,
 )
 from ctxbus.capture.json_logs import logged_errors
@@ -81,6 +82,10 @@ class Signature:
 
     def same_error(self, other: Signature) -> bool:
         if self.identifiers and other.identifiers:
+            # a wrapper's exception (``ProcessException``) joins two errors only when neither names another
+            own, others = set(self.identifiers) - WRAPPER_EXCEPTIONS, set(other.identifiers) - WRAPPER_EXCEPTIONS
+            if own and others:
+                return bool(own & others)
             return bool(set(self.identifiers) & set(other.identifiers))
         # the numbers in a message change between runs (``Timed out 5000ms`` then ``15000ms``, a time, a line)
         # and a long line's tail names this run's particulars (an address, a value): its head says which error

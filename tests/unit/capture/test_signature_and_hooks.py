@@ -449,3 +449,15 @@ def test_javacs_bracketed_category_of_a_located_finding_is_an_identifier() -> No
     assert sig.headline.startswith(
         "[WARNING] /src/main/java/io/acme/ClaimNotifier.java:[31,9] [MissingCasesInEnumSwitch]"
     )
+
+
+def test_a_wrappers_exception_does_not_make_two_errors_one() -> None:
+    # Nuke (and Gradle, Maven, execa, subprocess) raise their own exception when the tool they ran failed
+    nuke = "\n\nProcessException: Process 'dotnet' exited with code 1.\n   > /usr/bin/dotnet test\n"
+    compile_error = "src/Api/Request.cs(9,19): error CS8618: Non-nullable property 'Name' must contain a value" + nuke
+    test_failure = "  Failed BookFiring_rejects_overlapping_slot [12 ms]\n  Assert.AreEqual failed." + nuke
+    assert not signature_of(compile_error).same_error(signature_of(test_failure))
+    assert signature_of(compile_error).same_error(signature_of(compile_error.replace("(9,19)", "(10,19)")))
+    # the wrapper's exception alone still names the error when nothing else does
+    assert signature_of(nuke).same_error(signature_of(nuke))
+    assert signature_of(compile_error).identifiers[0] == "CS8618"
