@@ -16,6 +16,7 @@ from ctxbus.capture.error_patterns import (
     ANSI,
     CODE,
     DIAGNOSTIC_ID,
+    DOCS_LINK_RULE,
     EXCEPTION,
     FAILED_TESTS,
     GENERIC,
@@ -164,6 +165,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
     for match in RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
     for match in DIAGNOSTIC_ID.finditer(text):
+        _add(found, match.group(1))
+    for match in DOCS_LINK_RULE.finditer(text):
         _add(found, match.group(1))
     for match in MORE_RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))

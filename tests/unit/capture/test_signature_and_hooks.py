@@ -461,3 +461,13 @@ def test_a_wrappers_exception_does_not_make_two_errors_one() -> None:
     # the wrapper's exception alone still names the error when nothing else does
     assert signature_of(nuke).same_error(signature_of(nuke))
     assert signature_of(compile_error).identifiers[0] == "CS8618"
+
+
+def test_a_rule_in_a_findings_docs_link_is_named() -> None:
+    # revive's friendly formatter: the rule (a docs link's fragment) and message, then the place on a line of its own
+    out = (
+        "  \u26a0  https://revive.run/r#exported  exported type Mapbox should have comment or be unexported\n"
+        "  internal/geocode/mapbox.go:10:6\n\n \u26a0 1 problem (0 errors, 1 warning)\n"
+    )
+    assert "exported" in signature_of(out).identifiers
+    assert "docs" not in signature_of("see https://example.com/guide#docs for more\n").identifiers
