@@ -18,9 +18,10 @@ from ctxbus.adapters.attempt_store import AttemptStore
 from ctxbus.adapters.curation_ledger import CurationLedger
 from ctxbus.adapters.injection_record import InjectionRecord
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.handling import Handler
 from ctxbus.adapters.kafka.progress import Progress
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.runner import ConsumerRunner, Handler
+from ctxbus.adapters.kafka.runner import ConsumerRunner
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader
 from ctxbus.adapters.kafka.topic_ends import TopicEnds
 from ctxbus.adapters.learning_ledger import LearningLedger

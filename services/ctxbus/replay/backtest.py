@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.adapters.kafka.runner import PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.handling import PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope, Envelope, Producer
 from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
