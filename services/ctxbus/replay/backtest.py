@@ -140,7 +140,8 @@ def make_retriever(
     floor: FloorPolicy | None = None,
     skip_meta_prompts: bool = False,
 ) -> RetrieverHandler:
-    """The real retriever, as ``wiring.build_runners`` makes it; the one place to follow its constructor."""
+    """The real retriever, as ``wiring.retriever.retriever_runners`` makes it; the one place to follow its
+    constructor."""
     extra: dict[str, Any] = {"mode": mode} if mode is not None else {}
     return RetrieverHandler(
         embedder,
