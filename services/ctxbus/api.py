@@ -342,7 +342,7 @@ class Memory(Steering):
             raise QueryError(str(exc)) from exc
 
     async def _run(self, event: Envelope[Any], *, searching: bool = False) -> Envelope[Any]:
-        from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
+        from ctxbus.adapters.kafka.handling import PoisonEvent  # noqa: PLC0415
 
         retriever = self._searcher if searching else self._retriever
         handler = retriever if isinstance(event.payload, RetrievalRequested) else self._injector
@@ -356,7 +356,7 @@ class Memory(Steering):
         self, project: str, request: RetrievalRequested, session_id: str = "api", *, abstain: bool = False
     ) -> RetrievalCompleted:
         """A retrieval for search results (every near copy listed, none collapsed); ``abstain`` applies the floor."""
-        from ctxbus.adapters.kafka.runner import PoisonEvent  # noqa: PLC0415
+        from ctxbus.adapters.kafka.handling import PoisonEvent  # noqa: PLC0415
 
         event = Envelope.root(request, project=project, session_id=session_id, producer=PRODUCER)
         try:

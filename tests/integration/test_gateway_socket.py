@@ -22,13 +22,14 @@ import pytest_asyncio
 from ctxbus.adapters.broker_embedded import EmbeddedBroker
 from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.components import open_store
 from ctxbus.contract.topics import Topics
 from ctxbus.memory.ingest import ingest
 from ctxbus.memory.pattern_file import parse_pattern_file
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import GatewaySettings, HookSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_gateway, run_services
+from ctxbus.wiring import SERVICES, Resources, run_gateway, run_services
 
 from .conftest import isolated_settings
 from .test_hooks import context_of, make_repo, prompt_input, run_hook

@@ -16,9 +16,10 @@ from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.structs import ConsumerRecord
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.handling import Output, PoisonEvent, RetriableError
 from ctxbus.adapters.kafka.ledger import recent_causes
 from ctxbus.adapters.kafka.publisher import EventPublisher
-from ctxbus.adapters.kafka.runner import ConsumerRunner, Output, PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.runner import ConsumerRunner
 from ctxbus.contract.envelope import AnyEnvelope, Envelope, EventType
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.registry import default_registry

@@ -20,6 +20,7 @@ from ctxbus.adapters.kafka.admin import ensure_topics
 from ctxbus.adapters.kafka.config import KafkaClientConfig
 from ctxbus.adapters.kafka.publisher import EventPublisher
 from ctxbus.adapters.kafka.reply import request_injection
+from ctxbus.components import open_store
 from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.contract.serde import EventDeserializer
@@ -29,7 +30,7 @@ from ctxbus.memory.model import MemoryItem, MemoryKind
 from ctxbus.observability import Metrics
 from ctxbus.ports import Embedder
 from ctxbus.settings import KafkaSettings, ServiceSettings, Settings
-from ctxbus.wiring import SERVICES, Resources, open_store, run_services
+from ctxbus.wiring import SERVICES, Resources, run_services
 
 from .kafka_io import read_all
 from .secure_env import MECHANISMS, USER, USERS, front_env, needs_openssl, settings_from

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from ctxbus.core.policy import extract_mentioned_files
+from ctxbus.core.mentions import extract_mentioned_files
 from ctxbus.core.staleness import FileNow, kept_share, stale_reason
 from ctxbus.memory.model import MAX_FILES, FileRef, MemoryItem
 

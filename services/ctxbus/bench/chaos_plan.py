@@ -43,7 +43,7 @@ class Plan:
 def poison_plan(topics: Topics, groups: Mapping[str, str]) -> list[tuple[Poison, str, tuple[str, ...]]]:
     """(record, topic, the consumer groups that must dead-letter it): the whole corpus on the request topic,
     the oversize records also on the completed topic (the injector) and the injected topic (the recorder and
-    the retriever's learning loop). ``groups``: loop -> its group (``ctxbus.wiring.member_groups``)."""
+    the retriever's learning loop). ``groups``: loop -> its group (``ctxbus.state_groups.member_groups``)."""
     group = groups.__getitem__
     cases = corpus()
     plan: list[tuple[Poison, str, tuple[str, ...]]] = [

@@ -201,8 +201,9 @@ def targets() -> list[Target]:
     from ctxbus.core.domains import detect_domain  # noqa: PLC0415
     from ctxbus.core.feedback_text import read_assistant_report, read_feedback  # noqa: PLC0415
     from ctxbus.core.lexical import document_vector, query_vector  # noqa: PLC0415
+    from ctxbus.core.mentions import extract_mentioned_files  # noqa: PLC0415
     from ctxbus.core.meta_prompts import recognise  # noqa: PLC0415
-    from ctxbus.core.policy import extract_mentioned_files, plan_retrieval  # noqa: PLC0415
+    from ctxbus.core.policy import plan_retrieval  # noqa: PLC0415
     from ctxbus.core.profiles import IMPLEMENTER  # noqa: PLC0415
     from ctxbus.core.sections import first_sentence  # noqa: PLC0415
     from ctxbus.core.tokens import estimate_tokens  # noqa: PLC0415

@@ -10,7 +10,7 @@
   therefore gets nothing and wastes nothing. Assembly fills each tier up to its share in rank order; what is left of any
   share afterwards goes to the items that did not fit their tier's share, in rank order.
 * **Preserved items.** The first ``preserve`` items given (the retriever puts the profile's
-  preserved head and tail first: ``ctxbus.core.policy.preserve_order``) are placed before all
+  preserved head and tail first: ``ctxbus.core.assembly_order.preserve_order``) are placed before all
   others and regardless of tier shares; only the whole budget limits them.
 * **Compression.** When the profile allows it, an item that does not fit whole (its tier's share
   or the whole budget) is shortened by ``compress_item`` (extractive, ``ctxbus.core.extract``,

@@ -8,8 +8,8 @@
    so an item the task type wants cannot push a more relevant one out (measured with ``ctxbus bench retrieval``:
    applied before the cut, the factor lifted loosely related wanted kinds over relevant principles, conventions
    and patterns and cost recall@10). The task type's prefetch still decides which candidates compete in step 2;
-4. seed 004's head and tail come first in assembly order (:func:`ctxbus.core.policy.preserve_order`), and the task
-   type's example count applies (:func:`ctxbus.core.task_profiles.limit_examples`); a profile that puts its wanted
+4. seed 004's head and tail come first in assembly order (:func:`ctxbus.core.assembly_order.preserve_order`), and the
+   task type's example count applies (:func:`ctxbus.core.task_profiles.limit_examples`); a profile that puts its wanted
    kinds first (a session's start: the project's rules) places them before everything else, in that order;
 5. past attempts (a captured session's episode, an imported attempt) take at most one of the first three places
    (:func:`spread_attempts`): a session's summary is broad, so it resembles any prompt of its project, and two of
@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from ctxbus.core.assembly_order import preserve_order
 from ctxbus.core.collapse import collapse_near_copies
-from ctxbus.core.policy import RetrievalPlan, apply_plan, preserve_order
+from ctxbus.core.policy import RetrievalPlan, apply_plan
 from ctxbus.core.ranking import RankedHit
 from ctxbus.core.task_profiles import TaskTypeProfile, apply_task_profile, limit_examples
 from ctxbus.memory.model import MemoryKind

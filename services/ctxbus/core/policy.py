@@ -1,10 +1,10 @@
 """The retrieval policy of seed 004 §4: a profile and a task become a retrieval plan, and re-score hits.
 
 Holds: tier weights adjusted by task mode and normalised (``adjust_weights``);
-mentioned-file extraction (``extract_mentioned_files``); ``RetrievalPlan`` and
-``plan_retrieval``; ``apply_plan``, which filters and re-scores ranked hits; the
-tier of an item (``item_tier``); the split of a token budget by tier
-(``tier_budgets``); head/tail preservation for assembly (``preserve_order``).
+``RetrievalPlan`` and ``plan_retrieval``; ``apply_plan``, which filters and re-scores
+ranked hits; the tier of an item (``item_tier``); the split of a token budget by tier
+(``tier_budgets``). The files a request and an item mention are ``ctxbus.core.mentions``'s;
+head/tail preservation for assembly is ``ctxbus.core.assembly_order``'s (``preserve_order``).
 
 Task modes: seed 004 raises task memory for implementation and project memory
 for analysis. ctxbus's task types map onto those modes by ``MODE_BY_TASK_TYPE``
@@ -45,14 +45,12 @@ combine in this order, each step's parts in the item's breakdown:
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from ctxbus.contract.payloads import TaskType
-from ctxbus.core.bounds import MAX_MENTIONED_FILES, MAX_PATH_CHARS, MENTION_SCAN_CHARS, prefix
+from ctxbus.core.mentions import item_mentions, mentioned_files_for
 from ctxbus.core.profiles import ContextProfile, Tier
 from ctxbus.core.ranking import RankedHit
 from ctxbus.core.task_profiles import GENERAL_PROFILE, TaskTypeProfile
@@ -92,149 +90,6 @@ TASK_TAG_PREFIX = "task:"
 #: Reasons given by ``rejection_reason``.
 EXCLUDED_KIND = "excluded_kind"
 BELOW_MIN_IMPORTANCE = "below_min_importance"
-
-#: Extensions that make a bare name (no directory) a file mention; paths with a ``/`` take any.
-_EXTENSION_WORDS = (
-    "py pyi ipynb ts tsx js jsx mjs cjs md mdx rst txt json jsonl yaml yml toml ini cfg conf env lock "
-    "sh bash zsh fish ps1 go rs java kt kts scala c h cc cpp hpp cs rb php swift m mm dart lua pl ex exs "
-    "erl hs ml jl r sql html htm css scss sass less vue svelte xml csv tsv proto avsc graphql gql tf hcl "
-    "gradle mk cmake dockerfile sol zig nim"
-)
-KNOWN_EXTENSIONS = frozenset(_EXTENSION_WORDS.split())
-#: Extensionless file names recognised as they are usually written.
-_BARE_NAME_WORDS = (
-    "Makefile GNUmakefile makefile Dockerfile Containerfile Jenkinsfile Gemfile Rakefile Procfile "
-    "Vagrantfile Justfile Brewfile LICENSE README CODEOWNERS CHANGELOG"
-)
-KNOWN_BARE_NAMES = frozenset(_BARE_NAME_WORDS.split())
-#: Dot-files recognised without a directory (with one, any ``.name`` is taken).
-KNOWN_DOTFILES = frozenset(
-    (".gitignore", ".gitattributes", ".dockerignore", ".editorconfig", ".env", ".envrc", ".bashrc", ".zshrc")
-)
-
-#: A URL or a ``www.`` address: ``\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+|\bwww\.\S+``, written so that it stays
-#: linear. Tried from every letter of a run of scheme characters, the plain form re-scans the run each time
-#: (quadratic on ``a+a+a+...``); here a run is scanned once, from its start: a lookahead checks that ``://``
-#: follows it, then ``keep`` (given back by ``_drop_url``) runs lazily to the first letter at a word
-#: boundary, where the plain form's match would begin.
-_URL = re.compile(
-    r"(?<![a-zA-Z0-9+.-])(?=[a-zA-Z0-9+.-]*+://)(?P<keep>[a-zA-Z0-9+.-]*?)(?<!\w)[a-zA-Z][a-zA-Z0-9+.-]*+://\S+"
-    r"|\bwww\.\S+"
-)
-_CANDIDATE = re.compile(r"[\w./*~+-]+")
-_EXTENSION = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_STEM_LETTER = re.compile(r"[A-Za-z_*]")
-_DOTFILE = re.compile(r"\.[A-Za-z][\w.-]*")
-_LEADING_DOT_SLASHES = re.compile(r"(?:\./)*")
-
-
-def _normalise_path(path: str) -> str:
-    path = path.strip().rstrip(".")
-    leading = _LEADING_DOT_SLASHES.match(path)  # one pass: slicing "./" off in a loop is quadratic
-    return path[leading.end() :] if leading else path
-
-
-def _is_file_name(name: str, *, in_directory: bool) -> bool:
-    """Whether the last segment of a path-like token names a file (not a version, not a method call).
-
-    A name with an extension is a stem holding a letter, ``_`` or ``*`` and, after the last dot, an
-    extension of a letter then letters or digits (split with ``rpartition``, not a backtracking pattern).
-    """
-    if name in KNOWN_BARE_NAMES or name in KNOWN_DOTFILES:
-        return True
-    if in_directory and _DOTFILE.fullmatch(name) and name.count(".") == 1:
-        return True
-    stem, dot, ext = name.rpartition(".")
-    if not dot or not _EXTENSION.fullmatch(ext) or not _STEM_LETTER.search(stem):
-        return False
-    return in_directory or ext.lower() in KNOWN_EXTENSIONS
-
-
-def _drop_url(match: re.Match[str]) -> str:
-    return (match.group("keep") or "") + " "
-
-
-def _candidates(text: str) -> list[str]:
-    """The path-like tokens of the first MENTION_SCAN_CHARS characters of ``text``, URLs left out; a token cut
-    by that limit is left out too (it would be part of a path)."""
-    window = prefix(text, MENTION_SCAN_CHARS)
-    cleaned = _URL.sub(_drop_url, window)
-    found = _CANDIDATE.findall(cleaned)
-    cut_in_a_token = len(window) < len(text) and _CANDIDATE.match(text, len(window)) is not None
-    if found and cut_in_a_token and _CANDIDATE.fullmatch(cleaned[-1:]):
-        found.pop()  # the last token runs on past the window
-    return found
-
-
-def extract_mentioned_files(text: str) -> tuple[str, ...]:
-    """File paths and globs mentioned in ``text``, first mention first, each once.
-
-    Taken: ``src/auth/login.py``, ``a/b.ts:42`` (as ``a/b.ts``), ``./x.py`` (as ``x.py``),
-    ``Makefile``, ``.gitignore``, ``*.md``, ``src/**/*.py``. Not taken: URLs,
-    version numbers (``3.11``, ``v1.2.3``), dotted names with no file extension
-    (``os.path.join``, ``e.g.``), directories (``src/auth/``). A bare name needs a
-    known extension; a name in a directory takes any extension that starts with a letter.
-
-    Bounded (``ctxbus.core.bounds``): only the first MENTION_SCAN_CHARS characters are read, a token
-    longer than MAX_PATH_CHARS is not a path, and at most MAX_MENTIONED_FILES files are returned.
-    """
-    found: dict[str, None] = {}
-    for raw in _candidates(text):
-        if len(raw) > MAX_PATH_CHARS:
-            continue
-        path = _normalise_path(raw)
-        if not path or path.endswith("/") or "//" in path:
-            continue
-        in_directory = "/" in path
-        if _is_file_name(path.rsplit("/", 1)[-1], in_directory=in_directory):
-            found.setdefault(path, None)
-            if len(found) == MAX_MENTIONED_FILES:
-                break
-    return tuple(found)
-
-
-def mentioned_files_for(request_files: Sequence[str], request_text: str) -> tuple[str, ...]:
-    """The files a request is about: its own list first (normalised; longer than MAX_PATH_CHARS dropped), then
-    those ``request_text`` mentions; each once, at most MAX_MENTIONED_FILES."""
-    own = (_normalise_path(f) for f in request_files if len(f) <= MAX_PATH_CHARS)
-    files = dict.fromkeys(p for p in own if p)
-    files.update(dict.fromkeys(extract_mentioned_files(request_text)))
-    return tuple(files)[:MAX_MENTIONED_FILES]
-
-
-def _mention_matches(requested: str, mentioned: str) -> bool:
-    """Same file: equal, one a path suffix of the other, or ``mentioned`` matching a requested glob."""
-    if "*" in requested:
-        return fnmatch.fnmatchcase(mentioned, requested)
-    if requested == mentioned:
-        return True
-    shorter, longer = sorted((requested, mentioned), key=len)
-    return longer.endswith("/" + shorter.lstrip("/"))
-
-
-def _could_mention(folded_text: str, wanted: str) -> bool:
-    """Whether ``folded_text`` may mention ``wanted`` (both case-folded): a match of a plain path shares its last
-    segment, which must then appear in the text; a glob may match anything."""
-    if any(c in wanted for c in "*?["):
-        return True
-    return wanted.rsplit("/", 1)[-1] in folded_text
-
-
-def item_mentions(item: MemoryItem, files: Iterable[str]) -> bool:
-    """Whether the item's content, title, example reference or tags mention one of ``files`` (case ignored).
-
-    A field that cannot mention any of the files (none of their names appears in it) is not searched.
-    """
-    wanted = [_normalise_path(f).casefold() for f in files if f.strip() and len(f) <= MAX_PATH_CHARS]
-    if not wanted:
-        return False
-    texts = (item.content, item.title, item.example_reference or "", *item.tags)
-    mentioned: set[str] = set()
-    for text in texts:
-        folded = text.casefold()
-        if any(_could_mention(folded, w) for w in wanted):
-            mentioned.update(m.casefold() for m in extract_mentioned_files(text))
-    return any(_mention_matches(w, m) for w in wanted for m in mentioned)
 
 
 def adjust_weights(profile: ContextProfile, task_type: TaskType | None) -> dict[Tier, float]:
@@ -389,40 +244,3 @@ def tier_budgets(weights: Mapping[Tier, float], budget: int) -> dict[Tier, int]:
     for tier in by_remainder[: budget - sum(shares.values())]:
         shares[tier] += 1
     return shares
-
-
-@dataclass(frozen=True, slots=True)
-class PreservedSplit:
-    """Hits split for seed 004's head/tail preservation: the rest (``middle``) keeps rank order."""
-
-    head: tuple[RankedHit, ...]
-    tail: tuple[RankedHit, ...]
-    middle: tuple[RankedHit, ...]
-
-
-def split_preserved(hits: Sequence[RankedHit], head: int, tail: int) -> PreservedSplit:
-    """The ``head`` most important hits (importance, then score, then id) and, of the others,
-    the ``tail`` most recent (``updated_at``, then id); the middle is what is left, in rank order.
-
-    Raises ValueError for a negative count.
-    """
-    if head < 0 or tail < 0:
-        raise ValueError(f"head and tail must not be negative, got {head}, {tail}")
-    by_importance = sorted(hits, key=lambda h: (-h.item.importance, -h.score, h.item.id, h.item.project))
-    heads = by_importance[:head]
-    taken = {id(h) for h in heads}
-    rest = [h for h in hits if id(h) not in taken]
-    by_recency = sorted(rest, key=lambda h: (h.item.updated_at, h.item.id, h.item.project), reverse=True)
-    tails = by_recency[:tail]
-    taken.update(id(h) for h in tails)
-    return PreservedSplit(tuple(heads), tuple(tails), tuple(h for h in hits if id(h) not in taken))
-
-
-def preserve_order(hits: Sequence[RankedHit], head: int, tail: int) -> list[RankedHit]:
-    """The hits in the order assembly should try them: preserved head, preserved tail, then the middle.
-
-    Assembly places items greedily in the order given, so the preserved ones are the
-    first to be placed and only the middle gives way when the budget is short.
-    """
-    split = split_preserved(hits, head, tail)
-    return [*split.head, *split.tail, *split.middle]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import structlog
 
 from ctxbus.adapters.attempt_store import AttemptStore
-from ctxbus.adapters.kafka.runner import Output, PoisonEvent
+from ctxbus.adapters.kafka.handling import Output, PoisonEvent
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import AttemptRecorded, OutcomeRecorded, OutcomeScope, Trigger
 from ctxbus.core.precontext import PreContextPolicy, PreContextType, task_end_state

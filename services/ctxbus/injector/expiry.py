@@ -9,7 +9,7 @@ from datetime import datetime
 
 import structlog
 
-from ctxbus.adapters.kafka.runner import Handler, Output
+from ctxbus.adapters.kafka.handling import Handler, Output
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import RetrievalCompleted
 from ctxbus.core.deadlines import EXPIRED, PAST_DEADLINE, expired_injection, is_expired, remaining_s

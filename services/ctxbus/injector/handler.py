@@ -16,7 +16,7 @@ from datetime import datetime
 import structlog
 
 from ctxbus.adapters.attempt_store import AttemptStore
-from ctxbus.adapters.kafka.runner import Output, PoisonEvent
+from ctxbus.adapters.kafka.handling import Output, PoisonEvent
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import (
     MAX_CONTEXT_BYTES,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.handling import Output, PoisonEvent, RetriableError
 from ctxbus.adapters.learning_ledger import Key, LearningLedger
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import ContextInjected, OutcomeRecorded

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import structlog
 
 from ctxbus.adapters.injection_record import InjectionRecord, end_to_end_ms
-from ctxbus.adapters.kafka.runner import Output, PoisonEvent
+from ctxbus.adapters.kafka.handling import Output, PoisonEvent
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import ContextInjected
 from ctxbus.observability import Metrics

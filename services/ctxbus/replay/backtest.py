@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.adapters.kafka.runner import PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.handling import PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope, Envelope, Producer
 from ctxbus.contract.payloads import ContextInjected, RetrievalCompleted, RetrievalRequested, Trigger
 from ctxbus.contract.serde import HEADER_CORRELATION_ID, EventDecodeError, EventDeserializer, header_value
@@ -140,7 +140,8 @@ def make_retriever(
     floor: FloorPolicy | None = None,
     skip_meta_prompts: bool = False,
 ) -> RetrieverHandler:
-    """The real retriever, as ``wiring.build_runners`` makes it; the one place to follow its constructor."""
+    """The real retriever, as ``wiring.retriever.retriever_runners`` makes it; the one place to follow its
+    constructor."""
     extra: dict[str, Any] = {"mode": mode} if mode is not None else {}
     return RetrieverHandler(
         embedder,

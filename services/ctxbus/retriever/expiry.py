@@ -14,8 +14,8 @@ from datetime import datetime
 
 import structlog
 
+from ctxbus.adapters.kafka.handling import BACKLOG, Handler, Output
 from ctxbus.adapters.kafka.prepare import BatchPreparer
-from ctxbus.adapters.kafka.runner import BACKLOG, Handler, Output
 from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.core.deadlines import LoadShedder, expired_completion, remaining_s

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import structlog
 
-from ctxbus.adapters.kafka.runner import Output, PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.handling import Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RankedItem, RetrievalCompleted, RetrievalRequested, TaskType, Trigger
 from ctxbus.contract.topics import Topics

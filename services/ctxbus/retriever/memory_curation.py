@@ -16,7 +16,7 @@ from datetime import datetime
 import structlog
 
 from ctxbus.adapters.curation_ledger import CurationLedger, Key
-from ctxbus.adapters.kafka.runner import RECORD_HEADERS, Output, PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.handling import RECORD_HEADERS, Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import CurationAction, MemoryCurated
 from ctxbus.core.curation import ForgetMark, PinMark, admit, after_forget, after_pin

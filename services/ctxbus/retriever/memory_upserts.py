@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from ctxbus.adapters.curation_ledger import CurationLedger, Key
-from ctxbus.adapters.kafka.runner import RECORD_HEADERS, Output, PoisonEvent, RetriableError
+from ctxbus.adapters.kafka.handling import RECORD_HEADERS, Output, PoisonEvent, RetriableError
 from ctxbus.contract.envelope import AnyEnvelope
 from ctxbus.contract.payloads import MemoryAction, MemoryStored, MemoryStoreResult, MemoryUpserted
 from ctxbus.contract.topics import Topics

@@ -11,14 +11,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxbus.core.bounds import MAX_MENTIONED_FILES, MAX_PATH_CHARS, MENTION_SCAN_CHARS, prefix
-from ctxbus.core.policy import (
+from ctxbus.core.mentions import (
     KNOWN_BARE_NAMES,
     KNOWN_DOTFILES,
     KNOWN_EXTENSIONS,
     extract_mentioned_files,
     item_mentions,
-    plan_retrieval,
 )
+from ctxbus.core.policy import plan_retrieval
 from ctxbus.core.profiles import IMPLEMENTER
 from ctxbus.memory.model import MAX_CONTENT_CHARS, MemoryItem
 

@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ctxbus.contract.payloads import TaskType
+from ctxbus.core.assembly_order import preserve_order, split_preserved
+from ctxbus.core.mentions import extract_mentioned_files, item_mentions
 from ctxbus.core.policy import (
     BELOW_MIN_IMPORTANCE,
     CANDIDATE_MULTIPLIER,
@@ -17,13 +19,9 @@ from ctxbus.core.policy import (
     PREFERRED_KIND_BOOST,
     adjust_weights,
     apply_plan,
-    extract_mentioned_files,
-    item_mentions,
     item_tier,
     plan_retrieval,
-    preserve_order,
     rejection_reason,
-    split_preserved,
     tier_budgets,
 )
 from ctxbus.core.profiles import HELPER, IMPLEMENTER, PLANNER, PROFILES, ContextProfile, Tier, apply_overrides

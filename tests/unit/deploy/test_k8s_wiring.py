@@ -20,7 +20,8 @@ from ctxbus.cli.stack_cmds import METRICS_OFFSET, cmd_run, cmd_topics_create
 from ctxbus.contract.topics import Topics
 from ctxbus.health import Health, with_health
 from ctxbus.settings import Settings
-from ctxbus.wiring import SERVICES, consumer_group
+from ctxbus.state_groups import consumer_group
+from ctxbus.wiring import SERVICES
 
 from .k8s_docs import config, container_env, containers, of_kind, pod_spec, port_named, valid_env_names
 

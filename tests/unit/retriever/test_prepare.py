@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from ctxbus.adapters.embedding.query_cache import CachedQueryEmbedder
-from ctxbus.adapters.kafka.runner import Output
+from ctxbus.adapters.kafka.handling import Output
 from ctxbus.contract.envelope import AnyEnvelope, Envelope
 from ctxbus.contract.payloads import RetrievalRequested, Trigger
 from ctxbus.contract.topics import Topics

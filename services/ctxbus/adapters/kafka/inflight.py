@@ -2,7 +2,7 @@
 
 The consumer loop sends each message's outputs as soon as the handler returns them and goes on with the
 next message; before it commits the partition's offset it waits until every one of them is acknowledged
-(:meth:`ConsumerRunner._settle`). So a batch costs one commit and a few produce requests, not two broker
+(:meth:`RecordProcessor.settle`). So a batch costs one commit and a few produce requests, not two broker
 round trips per message: a backlog of requests answered at once (expired) drains at the speed of reading.
 """
 
