@@ -79,7 +79,9 @@ WERROR = re.compile(r"-Werror\b|warnings being treated as errors")
 LOCATED_WARNING = re.compile(r"^(?:\[WARNING\] |[^\n]*\bwarning: )[^\n]*?[\w.-]+\.\w+(?::\[?\d+)[^\n]{4,}$", re.M)
 #: a finding's rule as the fragment of its docs link (revive's ``⚠  https://revive.run/r#exported  exported type …``),
 #: on a line marked as a finding
-DOCS_LINK_RULE = re.compile(r"[\u26a0\u2716\u2717\u00d7].*?https?://[^\s#]{3,200}#([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?=\s|$)")
+DOCS_LINK_RULE = re.compile(
+    r"[\u26a0\u2716\u2717\u00d7].*?https?://[^\s#]{3,200}#([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?=\s|$)"
+)
 UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 FAILED_TESTS = (

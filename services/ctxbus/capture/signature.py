@@ -45,7 +45,7 @@ from ctxbus.capture.error_patterns import (
     WRAPPER_EXCEPTIONS,
     WRAPPER_FAILED,
 )
-from ctxbus.capture.json_logs import logged_errors
+from ctxbus.capture.json_logs import LoggedError, logged_errors
 
 MAX_IDENTIFIERS = 6
 ERROR_LINES = 3
@@ -127,13 +127,11 @@ def _add(found: list[str], value: str) -> None:
         found.append(value)
 
 
-def signature_of(output: str, detail: str = "") -> Signature:
-    """The signature of a failing check's output (``detail``: the outcome rules' summary line)."""
-    text = clean(output)
+def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
+    """Error codes, exception names, failing tests and rule ids, in the order of their patterns' specificity."""
     found: list[str] = []
     for match in JAVAC_CATEGORY.finditer(text):
         _add(found, match.group(1))
-    logged = list(logged_errors(text))
     for error in logged:
         for identifier in error.identifiers:
             _add(found, identifier)
@@ -142,9 +140,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
     for match in MYPY_CODE.finditer(text):
         if "error" in text[max(0, match.start() - 300) : match.start()]:
             _add(found, f"[{match.group(1)}]")
-    for match in LINT_RULE.finditer(text):
-        _add(found, match.group(1))
-    for pattern in (*FAILED_TESTS, NAMED_BEFORE):
+    for pattern in (LINT_RULE, *FAILED_TESTS, NAMED_BEFORE):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
     for match in EXCEPTION.finditer(text):
@@ -164,22 +160,23 @@ def signature_of(output: str, detail: str = "") -> Signature:
                 _add(found, group)
     for match in RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
-    for match in DIAGNOSTIC_ID.finditer(text):
-        _add(found, match.group(1))
-    for match in DOCS_LINK_RULE.finditer(text):
-        _add(found, match.group(1))
+    for pattern in (DIAGNOSTIC_ID, DOCS_LINK_RULE):
+        for match in pattern.finditer(text):
+            _add(found, match.group(1))
     for match in MORE_RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
-    for match in LINTER.finditer(text):
-        _add(found, match.group(1))
-    for match in UNDEFINED.finditer(text):
-        _add(found, match.group(1))
-    for match in RAISED.finditer(text):
-        _add(found, match.group(1))
-    for match in GO_PANIC.finditer(text):
-        _add(found, match.group(1))
+    for pattern in (LINTER, UNDEFINED, RAISED, GO_PANIC):
+        for match in pattern.finditer(text):
+            _add(found, match.group(1))
     # a failed subtest names its parent too (go's ``TestSuite`` and ``TestSuite/TestCase``): the path says which
-    found = [i for i in found if not any(other.startswith(f"{i}/") for other in found)]
+    return [i for i in found if not any(other.startswith(f"{i}/") for other in found)]
+
+
+def signature_of(output: str, detail: str = "") -> Signature:
+    """The signature of a failing check's output (``detail``: the outcome rules' summary line)."""
+    text = clean(output)
+    logged = list(logged_errors(text))
+    found = _identifiers(text, logged)
     at: dict[str, int] = {}
     log_lines = {error.start for error in logged}
     for error in logged:
