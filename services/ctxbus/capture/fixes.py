@@ -73,8 +73,15 @@ def _covers(error: _Open, step: RunStep) -> bool:
     return bool(set(error.families) & set(step.all_families))
 
 
+def _compiled_past(error: _Open, step: RunStep) -> bool:
+    """A test run of the toolchain whose build ``error`` failed: it compiles first, so failing on another error it
+    shows the build error gone (``swift build`` failed, then ``swift test`` got as far as a failing test)."""
+    check = step.run.check
+    return error.kind == BUILD and check.kind == TEST and bool(check.toolchain) and error.toolchain == check.toolchain
+
+
 def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
-    """The open errors a passing run fixes: those of a check it runs, else of its kind, else (a failed build) of its
+    """The open errors a passing run fixes: those of a check it runs, else of its kind, and (a failed build) of its
     toolchain (a passing ``cargo test`` compiled what ``cargo build`` failed). Another check closes only errors that
     something was changed for since they failed: ``helm template`` passing right after ``helm lint`` failed says
     nothing about the lint error."""
@@ -82,8 +89,10 @@ def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
     changed = [e for e in open_errors if e.edits or e.rewrites]
     if not closing:
         closing = [e for e in changed if e.kind == step.run.check.kind]
-    if not closing and step.run.check.toolchain:
-        closing = [e for e in changed if e.kind == BUILD and e.toolchain == step.run.check.toolchain]
+    if step.run.check.toolchain:  # it compiled: the toolchain's build errors changed for are fixed too
+        closing += [
+            e for e in changed if e.kind == BUILD and e.toolchain == step.run.check.toolchain and e not in closing
+        ]
     return closing
 
 
@@ -117,7 +126,11 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             sig = signature_of(step.output, step.run.detail)
             same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
             for error in list(open_errors):  # gone from a later run of its own check, after edits: it was fixed
-                if error is same or error.resolved or not _covers(error, step):
+                if error is same or error.resolved:
+                    continue
+                if not _covers(error, step):
+                    if error.edits and _compiled_past(error, step) and not error.signature.same_error(sig):
+                        error.resolved = True
                     continue
                 if error.edits:
                     error.resolved = True

@@ -750,3 +750,31 @@ def test_a_revert_asked_for_as_a_task_does_not_undo_the_fixes_after_it() -> None
         .say("Reverted the view; tokens are single use now and the auth tests pass.")
     )
     assert len(of_rule(capture(t), "failure_fix")) == 1
+
+
+def test_a_build_error_is_fixed_when_the_next_test_run_compiles_and_fails_on_a_test() -> None:
+    # swift build fails, the model is edited, then swift test compiles (a test fails: another error), the controller
+    # is edited and swift test passes: two lessons, each with its own edit
+    build_red = (
+        "Building for debugging...\n/ferry/Sources/App/Models/Booking.swift:4:7: error: non-final class 'Booking' "
+        "cannot conform to 'Sendable'; use '@unchecked Sendable'\n"
+    )
+    test_red = (
+        "/ferry/Tests/AppTests/BookingTests.swift:41: error: -[AppTests.BookingTests testFullSailingReturnsConflict] : "
+        'XCTAssertEqual failed: ("201 Created") is not equal to ("409 Conflict")\n'
+        "\t Executed 3 tests, with 1 failure (0 unexpected) in 0.2 (0.2) seconds\n"
+    )
+    t = (
+        Transcript("s1", cwd="/ferry")
+        .prompt("add POST /bookings that refuses a full sailing with 409")
+        .bash("swift build", build_red, code=1)
+        .edit("/ferry/Sources/App/Models/Booking.swift", "class Booking: Model", "final class Booking: Model")
+        .bash("swift test --filter BookingTests", test_red, code=1)
+        .edit("/ferry/Sources/App/Controllers/BookingController.swift", ".count()", ".sum(\\.$passengers) ?? 0")
+        .bash("swift test", "\t Executed 5 tests, with 0 failures (0 unexpected) in 0.3 (0.3) seconds\n")
+    )
+    fixes = of_rule(capture(t), "failure_fix")
+    assert len(fixes) == 2
+    sendable = next(f for f in fixes if "Sendable" in f.content)
+    assert "Booking.swift" in sendable.content and "BookingController.swift" not in sendable.content
+    assert any("testFullSailingReturnsConflict" in f.content and "BookingController.swift" in f.content for f in fixes)
