@@ -188,7 +188,7 @@ _REWRITE = re.compile(
 #: the check modes of those tools: they only look
 _CHECK_MODE = re.compile(
     r"(?:--check\b|-check\b|--verify-no-changes\b|--dry-run\b|--set-exit-if-changed\b|--test\b|--lint\b|"
-    r"\bformat-patch\b|--diff\b|-l\b|--list-different\b|--validate\b|(?<=\s)-d\b)"
+    r"\bformat-patch\b|--diff\b|-l\b|--list-different\b|--validate\b|(?<=\s)-d\b|\bformat\s+lint\b)"
 )
 
 

@@ -87,6 +87,7 @@ _TOOLS: dict[str, tuple[str, str]] = {
     "ktlint": ("ktlint", LINT),
     "hadolint": ("hadolint", LINT),
     "hlint": ("hlint", LINT),
+    "swiftlint": ("swiftlint", LINT),
     "phpstan": ("phpstan", TYPECHECK),
     "psalm": ("psalm", TYPECHECK),
     "javac": ("javac", BUILD),
@@ -153,6 +154,7 @@ _SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
     ("python", "tox"): ("tox", TEST),
     ("python", "compileall"): ("compileall", BUILD),
     ("pre-commit", "run"): ("pre-commit", LINT),
+    ("swift-format", "lint"): ("swift-format", LINT),
 }
 #: formatters count only when they check (``--check``), never when they rewrite files
 _CHECK_ONLY = {"black": "black", "isort": "isort", "prettier": "prettier", "gofmt": "gofmt"}
@@ -180,8 +182,8 @@ _GRADLE_TASKS = (
 #: tools whose test command compiles the code first: a passing test run shows the build passes too
 _COMPILING_TOOLCHAINS = {"cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle"}
 #: task runners whose recipe's name says what it runs, as a package script's does (``deno task test``, ``just
-#: lint``, go-task's ``task test``, ``composer run check``)
-_TASK_RUNNERS = {"just", "task", "composer"}
+#: lint``, go-task's ``task test``, ``composer run check``, a magefile's ``mage lint``)
+_TASK_RUNNERS = {"just", "task", "composer", "mage"}
 _SCRIPT_WORDS = (
     (re.compile(r"test|spec|e2e"), TEST),
     (re.compile(r"typecheck|type-check|check-types|types|tsc"), TYPECHECK),
@@ -280,8 +282,15 @@ def _targets(words: Sequence[str]) -> list[str]:
     return [w.lower() for w in words[1:] if not w.startswith("-") and "=" not in w and not _REDIRECT.match(w)]
 
 
+def _gradle_kind(task: str) -> str | None:
+    """The kind of a gradle task that checks (a format check ``spotlessKotlinCheck``, not ``spotlessApply``)."""
+    if task.startswith("spotless"):
+        return LINT if task.endswith("check") else None  # (names are lower-cased)
+    return next((kind for prefix, kind in _GRADLE_TASKS if task.startswith(prefix)), None)
+
+
 def _gradle_task(task: str) -> bool:
-    return any(task.startswith(prefix) for prefix, _ in _GRADLE_TASKS)
+    return _gradle_kind(task) is not None
 
 
 def gradle_task_kinds(words: Sequence[str]) -> list[str]:
@@ -290,7 +299,7 @@ def gradle_task_kinds(words: Sequence[str]) -> list[str]:
     if not words or words[0].rsplit("/", 1)[-1] not in {"gradle", "gradlew"}:
         return []
     tasks = [t.rsplit(":", 1)[-1] for t in _targets(words)]
-    kinds = [next(k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)) for t in tasks if _gradle_task(t)]
+    kinds = [kind for kind in map(_gradle_kind, tasks) if kind is not None]
     return list(dict.fromkeys(kinds))
 
 
@@ -302,7 +311,7 @@ def _build_tool(words: list[str]) -> Check | None:
         return Check("maven", TEST if TEST in kinds else BUILD, "maven") if kinds else None
     if tool in {"gradle", "gradlew"}:
         tasks = [t.rsplit(":", 1)[-1] for t in targets]
-        task_kinds = [next(k for prefix, k in _GRADLE_TASKS if t.startswith(prefix)) for t in tasks if _gradle_task(t)]
+        task_kinds = [kind for kind in map(_gradle_kind, tasks) if kind is not None]
         return Check("gradle", min(task_kinds, key=KIND_ORDER.index), "gradle") if task_kinds else None
     if tool in {"make", "gmake"}:
         if not targets:
@@ -352,6 +361,8 @@ def _check_of_words(words: list[str]) -> Check | None:
         return Check("ruff format", LINT) if "--check" in words else None
     if _PYTHONS.match(head) and len(words) > 2 and _base(words[1]) == "manage.py" and words[2] == "test":
         return Check("django test", TEST)
+    if head == "swift" and words[1:3] == ["format", "lint"]:  # the toolchain's own swift-format, checking
+        return Check("swift-format", LINT)
     if len(words) > 1 and (head, words[1]) in _SUBCOMMANDS:
         family, kind = _SUBCOMMANDS[(head, words[1])]
         return Check(family, kind, head if head in _COMPILING_TOOLCHAINS else None)

@@ -138,6 +138,9 @@ def test_log_levels_are_no_identifiers_and_surefire_names_the_failing_test() -> 
         ("sqlfluff lint models --format json", False),
         ("git format-patch HEAD~1", False),
         ("terraform fmt -recursive && terraform plan", True),
+        ("swift format lint --strict --recursive Sources Tests && echo lint-ok", False),
+        ("swift-format lint -r Sources", False),
+        ("swift format -i -r Sources", True),
     ],
 )
 def test_which_commands_rewrite_files(command: str, rewrites: bool) -> None:

@@ -63,6 +63,14 @@ CHECKS = [
     ("dart analyze --fatal-infos", "dart analyze", "lint"),
     ("flutter analyze", "dart analyze", "lint"),
     ("hlint src app", "hlint", "lint"),
+    # swift's linters and a go magefile's targets, gradle's format checks
+    ("swift format lint --strict --recursive Sources Tests", "swift-format", "lint"),
+    ("swift-format lint -r Sources", "swift-format", "lint"),
+    ("swiftlint --strict", "swiftlint", "lint"),
+    ("mage lint", "mage lint", "lint"),
+    ("mage test", "mage test", "test"),
+    ("./gradlew spotlessKotlinCheck", "gradle", "lint"),
+    ("./gradlew spotlessCheck test", "gradle", "test"),
 ]
 NOT_CHECKS = [
     "git status",
@@ -98,6 +106,9 @@ NOT_CHECKS = [
     "sbt console",
     "stylua lua/",
     "dotnet format",
+    "swift format -i -r Sources",
+    "./gradlew spotlessApply",
+    "mage dev",
     "",
 ]
 
