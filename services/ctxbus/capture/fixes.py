@@ -125,28 +125,7 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
             sig = signature_of(step.output, step.run.detail)
             same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
-            for error in list(open_errors):  # gone from a later run of its own check, after edits: it was fixed
-                if error is same or error.resolved:
-                    continue
-                if not _covers(error, step):
-                    if error.edits and _compiled_past(error, step) and not error.signature.same_error(sig):
-                        error.resolved = True
-                    continue
-                if error.edits:
-                    error.resolved = True
-                elif segments_of(error.command) & segments_of(step.run.command):
-                    # the same command no longer shows it and nothing was edited for it: a command run meanwhile
-                    # fixed it (a file restored, a cache generated), else it went by itself (a flake); the edits that
-                    # follow are for what the check shows now
-                    # (``git checkout main -- .prettierignore && npm run lint``: the line's own other commands too)
-                    ran = error.ran + sorted(
-                        seg for seg in segments_of(step.run.command) - segments_of(error.command) if changes_files(seg)
-                    )
-                    if ran:
-                        error.rewrites = list(dict.fromkeys(ran))
-                        error.resolved = True
-                    else:
-                        open_errors.remove(error)
+            _resolve_gone(open_errors, step, sig, same)
             if same is not None:
                 same.hits += 1
                 same.signature = same.signature.then(sig)
@@ -180,6 +159,33 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             lessons.extend(_repeated(step, open_errors, cwd, task))
         _note_ran(step, open_errors)
     return lessons
+
+
+def _resolve_gone(open_errors: list[_Open], step: RunStep, sig: Signature, same: _Open | None) -> None:
+    """The open errors a failing run no longer shows (``sig`` is what it shows, ``same`` the open error it repeats):
+    gone from a later run of their own check after edits, they were fixed (once a run of the check passes)."""
+    for error in list(open_errors):
+        if error is same or error.resolved:
+            continue
+        if not _covers(error, step):
+            if error.edits and _compiled_past(error, step) and not error.signature.same_error(sig):
+                error.resolved = True
+            continue
+        if error.edits:
+            error.resolved = True
+        elif segments_of(error.command) & segments_of(step.run.command):
+            # the same command no longer shows it and nothing was edited for it: a command run meanwhile fixed it (a
+            # file restored, a cache generated), else it went by itself (a flake); the edits that follow are for what
+            # the check shows now (``git checkout main -- .prettierignore && npm run lint``: the line's own other
+            # commands too)
+            ran = error.ran + sorted(
+                seg for seg in segments_of(step.run.command) - segments_of(error.command) if changes_files(seg)
+            )
+            if ran:
+                error.rewrites = list(dict.fromkeys(ran))
+                error.resolved = True
+            else:
+                open_errors.remove(error)
 
 
 def _note_ran(step: Step, open_errors: Sequence[_Open]) -> None:
