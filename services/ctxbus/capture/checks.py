@@ -181,7 +181,7 @@ _REWRITE = re.compile(
     r"(?:--fix\b|--write\b|(?<![-=])\bfmt\b|(?<![-=])\bformat\b|\bscalafmt(?:All)?\b|\bscalafixAll\b|\bblack\b|\bisort\b|"
     r"\bgofmt\s+-w\b|\brubocop\s+-[aA]\b|\bswiftformat\b|\bphp-cs-fixer\s+fix\b|\bclang-format\s+-i\b|"
     r"\bktlint\s+(?:-F|--format)\b|\bbuild_runner\s+build\b|\b(?:prisma|sqlc|go)\s+generate\b|\bgo\s+mod\s+tidy\b|"
-    r"\blint:fix\b|\bpint\b|"
+    r"\blint:fix\b|\bpint\b|\bspotless(?:Apply|:apply)\b|\bktlintFormat\b|"
     # any formatter by its name (gdformat, shfmt, ocamlformat, elm-format, erlfmt, dune fmt) and a few others
     r"(?<![\w=-])(?:[A-Za-z][\w-]*)?(?:fmt|format)\b|\bstylua\b|\bnimpretty\b|\bperltidy\b|\b(?:ormolu|fourmolu)\b)"
 )

@@ -141,6 +141,10 @@ def test_log_levels_are_no_identifiers_and_surefire_names_the_failing_test() -> 
         ("swift format lint --strict --recursive Sources Tests && echo lint-ok", False),
         ("swift-format lint -r Sources", False),
         ("swift format -i -r Sources", True),
+        ("./gradlew spotlessApply", True),
+        ("./gradlew ktlintFormat", True),
+        ("./mvnw spotless:apply", True),
+        ("./gradlew spotlessCheck", False),
     ],
 )
 def test_which_commands_rewrite_files(command: str, rewrites: bool) -> None:
