@@ -116,8 +116,8 @@ def _said_next(text: str, start: int, line: str) -> str:
     """A line that only announces an error, with the line after it (``error during build: src/a.ts (1:10): ...``)."""
     if not _ANNOUNCES.match(line):
         return line
-    rest = text[start:].split("\n", 2)
-    following = rest[1].strip() if len(rest) > 1 else ""
+    rest = text[start:].split("\n", 4)[1:4]  # the first of the next three lines that says something
+    following = next((line.strip() for line in rest if line.strip()), "")
     return f"{line} {' '.join(following.split())}" if following else line
 
 

@@ -478,3 +478,13 @@ def test_a_rule_in_a_findings_docs_link_is_named() -> None:
     )
     assert "exported" in signature_of(out).identifiers
     assert "docs" not in signature_of("see https://example.com/guide#docs for more\n").identifiers
+
+
+def test_an_announced_error_is_read_with_the_first_line_that_says_something() -> None:
+    # wasm-bindgen: ``error: `` then a blank line, then what is wrong
+    out = (
+        "[cargo-make] INFO - Running Task: wasm-bindgen\nerror: \n\nit looks like the Rust project used to create "
+        "this wasm file was linked against\nversion of wasm-bindgen that uses a different bindgen format\n"
+        "[cargo-make] ERROR - Error while executing command, exit code: 1\n"
+    )
+    assert signature_of(out).headline.startswith("error: it looks like the Rust project used to create this wasm")
