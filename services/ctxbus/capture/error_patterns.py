@@ -74,6 +74,8 @@ LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?:(?: |(?=[A-Za-z])).+\((\w+)\)
 #: a finding javac prints through maven with its lint category or Error Prone check in brackets:
 #: ``[WARNING] /src/…/ClaimNotifier.java:[31,9] [MissingCasesInEnumSwitch] Non-exhaustive switch``
 JAVAC_CATEGORY = re.compile(r"\.java:\[\d+,\d+\] \[([A-Za-z][\w-]{1,60})\] ")
+#: a PHP_CodeSniffer sniff code closing a finding (``phpcs -s``): ``(WordPress.DB.PreparedSQL.InterpolatedNotPrepared)``
+PHPCS_SNIFF = re.compile(r"\(([A-Z][A-Za-z0-9]+(?:\.[A-Z][A-Za-z0-9]+){3})\)\s*$", re.M)
 #: the build says its warnings are errors: a located warning is then what failed
 WERROR = re.compile(r"-Werror\b|warnings being treated as errors")
 LOCATED_WARNING = re.compile(r"^(?:\[WARNING\] |[^\n]*\bwarning: )[^\n]*?[\w.-]+\.\w+(?::\[?\d+)[^\n]{4,}$", re.M)

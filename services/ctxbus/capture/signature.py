@@ -34,6 +34,7 @@ from ctxbus.capture.error_patterns import (
     NAMED_BEFORE,
     NUMBERS,
     PATH,
+    PHPCS_SNIFF,
     RAISED,
     RULE_IDS,
     STATES_ERROR,
@@ -130,8 +131,9 @@ def _add(found: list[str], value: str) -> None:
 def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
     """Error codes, exception names, failing tests and rule ids, in the order of their patterns' specificity."""
     found: list[str] = []
-    for match in JAVAC_CATEGORY.finditer(text):
-        _add(found, match.group(1))
+    for pattern in (JAVAC_CATEGORY, PHPCS_SNIFF):
+        for match in pattern.finditer(text):
+            _add(found, match.group(1))
     for error in logged:
         for identifier in error.identifiers:
             _add(found, identifier)

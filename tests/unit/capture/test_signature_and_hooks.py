@@ -488,3 +488,16 @@ def test_an_announced_error_is_read_with_the_first_line_that_says_something() ->
         "[cargo-make] ERROR - Error while executing command, exit code: 1\n"
     )
     assert signature_of(out).headline.startswith("error: it looks like the Rust project used to create this wasm")
+
+
+def test_a_phpcs_sniff_code_on_its_findings_last_line_is_an_identifier() -> None:
+    out = (
+        "FILE: /app/includes/class-bookings-repository.php\n"
+        ' 41 | ERROR | Use placeholders and $wpdb->prepare(); found interpolated variable {$day} at "SELECT\n'
+        "    |       | stall_id FROM {$this->table} WHERE market_day = '{$day}'\"\n"
+        "    |       | (WordPress.DB.PreparedSQL.InterpolatedNotPrepared)\n"
+        " 12 | WARNING | Line exceeds 120 characters; contains 131 characters (Generic.Files.LineLength.TooLong)\n"
+    )
+    ids = signature_of(out).identifiers
+    assert ids[:2] == ("WordPress.DB.PreparedSQL.InterpolatedNotPrepared", "Generic.Files.LineLength.TooLong")
+    assert "Foo.bar" not in signature_of("see (Foo.bar) for details\n").identifiers
