@@ -119,6 +119,9 @@ FAILED_TESTS = (
         re.M,
     ),
 )
+#: XCTest's failed test, class and method: ``error: -[AppTests.BookingTests testX] :`` (macOS), ``Test Case
+#: 'BookingTests.testX' failed`` (Linux)
+XCTEST_CASE = re.compile(r"(?:error: -\[|^Test Case '(?:-\[)?)(?:\w+\.)?(\w+)[ .](test\w+)(?:\] :|\]?' failed)", re.M)
 #: a test named on the line just before its failure marker (GUT's ``- test_x`` then ``[Failed]: ...``)
 NAMED_BEFORE = re.compile(r"^[^\n]*?\b(test_\w+|\w+_test)\b[^\n]*\n[^\n]*(?i:\[fail(?:ed)?\]|\bfail(?:ed|ure)?:)", re.M)
 HEADLINE = re.compile(

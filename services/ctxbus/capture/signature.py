@@ -45,6 +45,7 @@ from ctxbus.capture.error_patterns import (
     WHAT_FAILED,
     WRAPPER_EXCEPTIONS,
     WRAPPER_FAILED,
+    XCTEST_CASE,
 )
 from ctxbus.capture.json_logs import LoggedError, logged_errors
 
@@ -145,6 +146,8 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
     for pattern in (LINT_RULE, *FAILED_TESTS, NAMED_BEFORE):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
+    for match in XCTEST_CASE.finditer(text):
+        _add(found, f"{match.group(1)}.{match.group(2)}")
     for match in EXCEPTION.finditer(text):
         _add(found, match.group(1).rsplit(".", 1)[-1])
     for match in NAMED.finditer(text):

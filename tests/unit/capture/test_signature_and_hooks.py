@@ -501,3 +501,15 @@ def test_a_phpcs_sniff_code_on_its_findings_last_line_is_an_identifier() -> None
     ids = signature_of(out).identifiers
     assert ids[:2] == ("WordPress.DB.PreparedSQL.InterpolatedNotPrepared", "Generic.Files.LineLength.TooLong")
     assert "Foo.bar" not in signature_of("see (Foo.bar) for details\n").identifiers
+
+
+def test_xctests_failed_test_is_named() -> None:
+    mac = (
+        "/ferry/Tests/AppTests/BookingTests.swift:41: error: -[AppTests.BookingTests testFullSailingReturnsConflict] "
+        ': XCTAssertEqual failed: ("201 Created") is not equal to ("409 Conflict")\n'
+        "Test Case '-[AppTests.BookingTests testFullSailingReturnsConflict]' failed (0.052 seconds).\n"
+    )
+    linux = "Test Case 'BookingTests.testRejectsPastSailing' failed (0.011 seconds)\n"
+    assert signature_of(mac).identifiers[0] == "BookingTests.testFullSailingReturnsConflict"
+    assert "BookingTests.testRejectsPastSailing" in signature_of(linux).identifiers
+    assert not signature_of("Test Case '-[AppTests.BookingTests testOk]' passed (0.01 seconds).\n").identifiers
