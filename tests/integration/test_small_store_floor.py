@@ -17,7 +17,7 @@ from ctxbus.contract.topics import Topics
 from ctxbus.core.abstain import Evidence, relevance
 from ctxbus.memory.markdown_file import parse_markdown
 from ctxbus.observability import Metrics
-from ctxbus.retriever.handler import profile_for
+from ctxbus.retriever.request_scope import profile_for
 from ctxbus.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -80,7 +80,7 @@ def later_task_hits(
     from ctxbus.contract.topics import Topics  # noqa: PLC0415
     from ctxbus.memory.ingest import Action, ingest  # noqa: PLC0415
     from ctxbus.observability import Metrics  # noqa: PLC0415
-    from ctxbus.retriever.handler import profile_for  # noqa: PLC0415
+    from ctxbus.retriever.request_scope import profile_for  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
 
     holder = {lesson: item for s in scores.values() for lesson, item in s.holders.items()}

@@ -19,7 +19,7 @@ from ctxbus.contract.serde import (
     HEADER_SCHEMA_VERSION,
     frame,
 )
-from ctxbus.replay.decode import strip_logical_types
+from ctxbus.replay.reader_schemas import strip_logical_types
 
 
 def zigzag(n: int) -> bytes:

@@ -21,7 +21,7 @@ def collect_samples(
     from ctxbus.contract.payloads import RetrievalRequested, Trigger  # noqa: PLC0415
     from ctxbus.contract.topics import Topics  # noqa: PLC0415
     from ctxbus.observability import Metrics  # noqa: PLC0415
-    from ctxbus.retriever.handler import profile_for  # noqa: PLC0415
+    from ctxbus.retriever.request_scope import profile_for  # noqa: PLC0415
 
     handler = retriever_handler(
         memory.settings, memory.embedder, memory.store, Topics(memory.settings.topic_prefix), Metrics()

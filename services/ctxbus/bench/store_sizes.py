@@ -82,7 +82,7 @@ def collect(plans: Sequence[StorePlan], embedder: Embedder, root: Path, log: Cal
     from ctxbus.contract.topics import Topics  # noqa: PLC0415
     from ctxbus.memory.ingest import ingest  # noqa: PLC0415
     from ctxbus.observability import Metrics  # noqa: PLC0415
-    from ctxbus.retriever.handler import profile_for  # noqa: PLC0415
+    from ctxbus.retriever.request_scope import profile_for  # noqa: PLC0415
     from ctxbus.settings import Settings  # noqa: PLC0415
 
     samples: list[Sample] = []

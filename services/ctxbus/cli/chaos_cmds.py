@@ -28,7 +28,7 @@ def register_bench(bsub: Any) -> None:
 
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
 
-    from ctxbus.bench import chaos, chaos_report  # noqa: PLC0415
+    from ctxbus.bench import chaos, chaos_report, chaos_run  # noqa: PLC0415
 
     if args.requests < 1 or args.rate <= 0 or args.memories < 1:
         raise CliError("--requests, --rate and --memories must be positive")
@@ -36,7 +36,7 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
         raise CliError("--kills and --stall-s cannot be negative")
     try:
         result = chaos.run(args.requests, args.rate, args.kills, args.stall_s, args.memories, keep=args.keep)
-    except chaos.ChaosError as exc:
+    except chaos_run.ChaosError as exc:
         raise CliError(f"the chaos run could not be carried out: {exc}", 1) from exc
     emit(args, result, chaos_report.print_report)
     return 0 if result["ok"] else 1

@@ -109,12 +109,12 @@ def register_bench(bsub: Any) -> None:
 
 def cmd_bench_dashboard(args: argparse.Namespace) -> int:
 
-    from ctxbus.bench import dashboard  # noqa: PLC0415
+    from ctxbus.bench import dashboard, dashboard_report  # noqa: PLC0415
 
     if args.events < 1 or args.rate <= 0 or args.burst < 1 or args.bursts < 0 or args.clients < 0:
         raise CliError("--events, --rate and --burst must be positive; --bursts and --clients not negative")
     configure_logging("WARNING")
     result = dashboard.run(args.events, args.rate, args.burst, args.bursts, args.clients)
-    emit(args, result, dashboard.print_report)
+    emit(args, result, dashboard_report.print_report)
     counted_all = result["dashboard_total"] == result["published_total"]
     return 0 if result["within_target"] and result["lost"] == 0 and counted_all else 1

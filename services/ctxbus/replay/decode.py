@@ -3,10 +3,10 @@
 Every value is Confluent-framed Avro (``ctxbus.contract.serde``): the schema id picks the writer
 schema from ``schemas/registry.json`` (old versions under ``schemas/archive/``), so versions are read
 side by side, each with its own writer schema; fields an older version lacks take their defaults
-here. For speed the parsed schemas are cached per schema id with their logical types removed (ids
-stay strings, times stay integer microseconds: nothing is converted that the report does not need),
-and the heavy completed events are read through a projection that skips what the report never uses
-(item contents, score breakdowns, fingerprint components).
+(``replay.event_facts``). For speed the parsed schemas are cached per schema id with their logical
+types removed (ids stay strings, times stay integer microseconds: nothing is converted that the report
+does not need), and the heavy completed events are read through a projection that skips what the
+report never uses (item contents, score breakdowns, fingerprint components; ``replay.reader_schemas``).
 
 What cannot be decoded is skipped and counted by reason (``SKIP_REASONS``): a tombstone, foreign
 bytes (bad framing), an unknown schema id, a body that does not match its schema, an event of a type
@@ -19,230 +19,27 @@ from __future__ import annotations
 import io
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import fastavro
 
 from ctxbus.contract.registry import SchemaRegistry, UnknownSchema, default_registry
 from ctxbus.contract.serde import DEAD_LETTER_TYPE, HEADER_DEAD_LETTER, HEADER_DLQ_PREFIX, MAGIC_BYTE
-from ctxbus.memory.model import GLOBAL_PROJECT
-from ctxbus.replay.facts import (
-    COMPLETED,
-    INJECTED,
-    OUTCOME,
-    REQUESTED,
-    CompletedFact,
-    DeadLetterFact,
-    DecodeStats,
-    Fact,
-    InjectedFact,
-    OutcomeFact,
-    RawRecord,
-    RequestedFact,
-)
+from ctxbus.replay.event_facts import FACTS
+from ctxbus.replay.facts import DeadLetterFact, DecodeStats, Fact, RawRecord
+from ctxbus.replay.reader_schemas import ParsedSchema, parse_schema_id
 
 #: Plain dead-letter headers are ``ctxbus-dlq-<field>`` (as written by ``adapters.kafka.dead_letter``).
 DLQ_HEADER_PREFIX = HEADER_DLQ_PREFIX
 
 _FRAME = struct.Struct(">bI")
 
-#: Payload fields the report reads from a completed event; the rest is skipped by the Avro reader.
-COMPLETED_PROJECTION: dict[str, Any] = {
-    "request": {
-        "agent_name": True,
-        "agent_role": True,
-        "domain": True,
-        "task_type": True,
-        "trigger": True,
-        "task_id": True,
-    },
-    "request_emitted_at": True,
-    "items": {"id": True, "project": True},
-    "candidates_considered": True,
-    "retrieval_duration_ms": True,
-    "empty_reason": True,
-    "profile": True,
-    "task_type": True,
-    "fingerprint": True,
-}
-#: event type -> projection of its payload (absent: the whole payload is read, which is faster for small events)
-PROJECTIONS: dict[str, dict[str, Any]] = {COMPLETED: COMPLETED_PROJECTION}
-
 
 class _Skip(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def strip_logical_types(schema: Any) -> Any:
-    """The schema without ``logicalType`` annotations: uuids stay strings, timestamps integers."""
-    if isinstance(schema, dict):
-        return {k: strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
-    if isinstance(schema, list):
-        return [strip_logical_types(s) for s in schema]
-    return schema
-
-
-def project_schema(schema: Any, spec: Any) -> Any:
-    """A reader schema keeping only the fields named in ``spec`` (nested dicts; True keeps a field whole).
-
-    Record names stay the writer's, so Avro resolution reads the writer's bytes and skips the rest.
-    Spec fields the writer lacks are left out (the fact takes the default).
-    """
-    if spec is True:
-        return schema
-    if isinstance(schema, list):
-        return [project_schema(s, spec) if isinstance(s, dict) else s for s in schema]
-    if isinstance(schema, dict):
-        kind = schema.get("type")
-        if kind == "record":
-            fields = [
-                {**f, "type": project_schema(f["type"], spec[f["name"]])} for f in schema["fields"] if f["name"] in spec
-            ]
-            return {**schema, "fields": fields}
-        if kind == "array":
-            return {**schema, "items": project_schema(schema["items"], spec)}
-        if kind == "map":
-            return {**schema, "values": project_schema(schema["values"], spec)}
-        if isinstance(kind, dict | list):
-            return {**schema, "type": project_schema(kind, spec)}
-    return schema
-
-
-@dataclass(frozen=True, slots=True)
-class _Schema:
-    schema_id: int
-    event_type: str
-    version: int
-    writer: Any
-    reader: Any
-    #: the record with only its first field (the envelope): reading stops after it
-    envelope_prefix: Any
-
-
-def _parse(schema_id: int, registry: SchemaRegistry) -> _Schema:
-    entry = registry.by_id(schema_id)
-    writer = strip_logical_types(entry.schema)
-    spec = PROJECTIONS.get(entry.event_type)
-    reader = None
-    if spec is not None and writer.get("type") == "record":
-        reader = fastavro.parse_schema(project_schema(writer, {"envelope": True, "payload": spec}))
-    prefix = None
-    fields = writer.get("fields") or []
-    if fields and fields[0].get("name") == "envelope":
-        prefix = fastavro.parse_schema({"type": "record", "name": writer["name"], "fields": [fields[0]]})
-    return _Schema(schema_id, entry.event_type, entry.version, fastavro.parse_schema(writer), reader, prefix)
-
-
-def _get(d: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    value = d.get(key, default)
-    return default if value is None and default is not None else value
-
-
-def _items(payload: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(i["id"] for i in payload.get("items") or ())
-
-
-def _global_items(payload: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(i["id"] for i in payload.get("items") or () if i.get("project") == GLOBAL_PROJECT)
-
-
-def requested_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> RequestedFact:
-    return RequestedFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
-        p["agent_name"],
-        _get(p, "agent_role", "implementer"),
-        p["trigger"],
-        p.get("task_type"),
-        p.get("task_id"),
-        p.get("domain"),
-        _get(p, "max_tokens", 2_000),
-        _get(p, "max_items", 10),
-    )
-
-
-def completed_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> CompletedFact:
-    req = p.get("request") or {}
-    return CompletedFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
-        p["request_emitted_at"],
-        req.get("agent_name", ""),
-        _get(req, "agent_role", "implementer"),
-        req.get("trigger", ""),
-        req.get("task_id"),
-        req.get("domain"),
-        _get(p, "profile", "implementer"),
-        p.get("task_type"),
-        p.get("fingerprint"),
-        _get(p, "candidates_considered", 0),
-        float(_get(p, "retrieval_duration_ms", 0.0)),
-        p.get("empty_reason"),
-        _items(p),
-        _global_items(p),
-    )
-
-
-def injected_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> InjectedFact:
-    return InjectedFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
-        p.get("request_emitted_at"),
-        p["agent_name"],
-        _get(p, "agent_role", "implementer"),
-        p["trigger"],
-        p["context_source"],
-        tuple(p.get("item_ids") or ()),
-        p["token_estimate"],
-        p["context_chars"],
-        p["context_size_bytes"],
-        bool(p.get("truncated")),
-        p.get("empty_reason"),
-        float(_get(p, "assembly_duration_ms", 0.0)),
-        float(p["retrieval_duration_ms"]),
-        p.get("task_id"),
-        tuple(p.get("global_item_ids") or ()),
-        p.get("fingerprint"),
-    )
-
-
-def outcome_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> OutcomeFact:
-    return OutcomeFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
-        _get(p, "scope", "session"),
-        p.get("task_id"),
-        _get(p, "outcome", "unknown"),
-        p["source"],
-    )
-
-
-_FACTS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any], int], Fact]] = {
-    REQUESTED: requested_fact,
-    COMPLETED: completed_fact,
-    INJECTED: injected_fact,
-    OUTCOME: outcome_fact,
-}
 
 
 def _reason_of(message: str) -> str:
@@ -267,14 +64,14 @@ class Decoder:
         self._topic_types = dict(topic_types)
         self._dlq = dead_letter_topic
         self._registry = registry or default_registry()
-        self._schemas: dict[int, _Schema | None] = {}
+        self._schemas: dict[int, ParsedSchema | None] = {}
 
-    def _schema(self, schema_id: int) -> _Schema:
+    def _schema(self, schema_id: int) -> ParsedSchema:
         try:
             cached = self._schemas[schema_id]
         except KeyError:
             try:
-                cached = _parse(schema_id, self._registry)
+                cached = parse_schema_id(schema_id, self._registry)
             except UnknownSchema:
                 cached = None
             self._schemas[schema_id] = cached
@@ -282,7 +79,7 @@ class Decoder:
             raise _Skip("unknown_schema_id")
         return cached
 
-    def _frame(self, value: bytes | None) -> tuple[_Schema, io.BytesIO]:
+    def _frame(self, value: bytes | None) -> tuple[ParsedSchema, io.BytesIO]:
         if value is None:
             raise _Skip("tombstone")
         if len(value) < _FRAME.size:
@@ -294,7 +91,7 @@ class Decoder:
         buf.seek(_FRAME.size)
         return self._schema(schema_id), buf
 
-    def _read(self, value: bytes | None) -> tuple[_Schema, dict[str, Any]]:
+    def _read(self, value: bytes | None) -> tuple[ParsedSchema, dict[str, Any]]:
         schema, buf = self._frame(value)
         try:
             record = fastavro.schemaless_reader(buf, schema.writer, schema.reader)
@@ -304,7 +101,7 @@ class Decoder:
             raise _Skip("undecodable")
         return schema, record
 
-    def _prefix(self, schema: _Schema, buf: io.BytesIO) -> dict[str, Any]:
+    def _prefix(self, schema: ParsedSchema, buf: io.BytesIO) -> dict[str, Any]:
         if schema.envelope_prefix is None:
             raise _Skip("undecodable")
         try:
@@ -329,7 +126,7 @@ class Decoder:
         schema, buf = self._frame(rec.value)
         if expected is not None and schema.event_type != expected:
             raise _Skip("unexpected_event_type")
-        make = _FACTS.get(schema.event_type)
+        make = FACTS.get(schema.event_type)
         env: Any
         payload: Any = None
         if make is None:  # an event the report only counts (attempts, memory): its envelope is enough

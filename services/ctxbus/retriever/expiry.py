@@ -21,7 +21,7 @@ from ctxbus.contract.payloads import RetrievalRequested
 from ctxbus.core.deadlines import LoadShedder, expired_completion, remaining_s
 from ctxbus.core.profiles import InvalidOverride, UnknownProfile
 from ctxbus.observability import Metrics
-from ctxbus.retriever.handler import profile_for
+from ctxbus.retriever.request_scope import profile_for
 
 log = structlog.get_logger("ctxbus.retriever")
 

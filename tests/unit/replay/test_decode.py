@@ -13,7 +13,7 @@ from ctxbus.contract.envelope import Envelope
 from ctxbus.contract.payloads import DeadLetter, Outcome, RetrievalRequested, Trigger
 from ctxbus.contract.registry import default_registry
 from ctxbus.contract.serde import HEADER_DEAD_LETTER, encode_dead_letter, frame, to_record
-from ctxbus.replay.decode import COMPLETED_PROJECTION, DLQ_HEADER_PREFIX, Decoder, project_schema, strip_logical_types
+from ctxbus.replay.decode import DLQ_HEADER_PREFIX, Decoder
 from ctxbus.replay.engine import topic_types
 from ctxbus.replay.facts import (
     SKIP_REASONS,
@@ -24,6 +24,7 @@ from ctxbus.replay.facts import (
     RawRecord,
     RequestedFact,
 )
+from ctxbus.replay.reader_schemas import COMPLETED_PROJECTION, project_schema, strip_logical_types
 
 from .events import T0, TOPICS, chain, outcome, raw, serialize
 
