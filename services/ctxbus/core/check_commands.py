@@ -289,9 +289,6 @@ def _gradle_kind(task: str) -> str | None:
     return next((kind for prefix, kind in _GRADLE_TASKS if task.startswith(prefix)), None)
 
 
-def _gradle_task(task: str) -> bool:
-    return _gradle_kind(task) is not None
-
 
 def gradle_task_kinds(words: Sequence[str]) -> list[str]:
     """The kinds of the check tasks one gradle invocation runs, in order, each once (``./gradlew ktlintCheck test``:
