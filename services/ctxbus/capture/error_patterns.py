@@ -76,13 +76,12 @@ LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?:(?: |(?=[A-Za-z])).+\((\w+)\)
 JAVAC_CATEGORY = re.compile(r"\.java:\[\d+,\d+\] \[([A-Za-z][\w-]{1,60})\] ")
 #: a PHP_CodeSniffer sniff code closing a finding (``phpcs -s``): ``(WordPress.DB.PreparedSQL.InterpolatedNotPrepared)``
 PHPCS_SNIFF = re.compile(r"\(([A-Z][A-Za-z0-9]+(?:\.[A-Z][A-Za-z0-9]+){3})\)\s*$", re.M)
-#: the build says its warnings are errors: a located warning is then what failed
+#: the build says its warnings are errors: a located warning is then what failed (signature.located_warnings)
 WERROR = re.compile(r"-Werror\b|warnings being treated as errors")
-LOCATED_WARNING = re.compile(r"^(?:\[WARNING\] |[^\n]*\bwarning: )[^\n]*?[\w.-]+\.\w+(?::\[?\d+)[^\n]{4,}$", re.M)
 #: a finding's rule as the fragment of its docs link (revive's ``⚠  https://revive.run/r#exported  exported type …``),
 #: on a line marked as a finding
 DOCS_LINK_RULE = re.compile(
-    r"[\u26a0\u2716\u2717\u00d7].*?https?://[^\s#]{3,200}#([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?=\s|$)"
+    r"[\u26a0\u2716\u2717\u00d7][^\n]{0,120}?https?://[^\s#]{3,200}#([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?=\s|$)"
 )
 UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 GO_PANIC = re.compile(r"\bpanic: (.{3,80})")

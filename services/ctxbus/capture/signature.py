@@ -26,7 +26,6 @@ from ctxbus.capture.error_patterns import (
     LINT_RULE,
     LINTER,
     LOCATED,
-    LOCATED_WARNING,
     MORE_CODES,
     MORE_RULE_IDS,
     MYPY_CODE,
@@ -110,8 +109,25 @@ _ANNOUNCES = re.compile(
 )
 
 
+#: a run of lines that hold only blanks: many patterns start ``^\s*``, which from each line start of such a run reads
+#: the rest of it (quadratic); one empty line says the same
+_BLANK_LINES = re.compile(r"\n[^\S\n]*+(?:\n[^\S\n]*+)+(?=\n|$)")
+#: a line longer than this keeps its head and tail (error lines are short; a pattern that scans a line from each of
+#: its positions is quadratic in the line's length)
+LINE_CHARS = 2_000
+_LINE_HEAD, _LINE_TAIL = 1_200, 600
+_LONG_LINE = re.compile(f"^[^\\n]{{{LINE_CHARS + 1}}}", re.M)  # (tried from line starts only: linear)
+
+
 def clean(text: str) -> str:
-    return _BUILDKIT.sub("", ANSI.sub("", text))
+    """The output as the patterns read it: no colour codes or BuildKit step prefixes, a run of blank lines as one,
+    and a very long line as its head and tail."""
+    text = _BLANK_LINES.sub("\n", _BUILDKIT.sub("", ANSI.sub("", text)))
+    if len(text) <= LINE_CHARS or not _LONG_LINE.search(text):
+        return text
+    return "\n".join(
+        line if len(line) <= LINE_CHARS else f"{line[:_LINE_HEAD]} … {line[-_LINE_TAIL:]}" for line in text.split("\n")
+    )
 
 
 def _said_next(text: str, start: int, line: str) -> str:
@@ -123,15 +139,17 @@ def _said_next(text: str, start: int, line: str) -> str:
     return f"{line} {' '.join(following.split())}" if following else line
 
 
-def _add(found: list[str], value: str) -> None:
+def _add(found: dict[str, None], value: str) -> None:
+    """``value`` (trimmed) into the identifiers found so far, in order, once (a dict: a membership test per
+    identifier, not a scan of those found)."""
     value = value.strip().strip("'\"`:,")
-    if value and value not in found and value not in GENERIC and len(value) <= 160:
-        found.append(value)
+    if value and value not in GENERIC and len(value) <= 160:
+        found.setdefault(value, None)
 
 
 def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
     """Error codes, exception names, failing tests and rule ids, in the order of their patterns' specificity."""
-    found: list[str] = []
+    found: dict[str, None] = {}
     for pattern in (JAVAC_CATEGORY, PHPCS_SNIFF):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
@@ -174,7 +192,8 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
         for match in pattern.finditer(text):
             _add(found, match.group(1))
     # a failed subtest names its parent too (go's ``TestSuite`` and ``TestSuite/TestCase``): the path says which
-    return [i for i in found if not any(other.startswith(f"{i}/") for other in found)]
+    parents = {i[:at] for i in found for at in range(len(i)) if i[at] == "/"}
+    return [i for i in found if i not in parents]
 
 
 def signature_of(output: str, detail: str = "") -> Signature:
@@ -187,8 +206,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
     for error in logged:
         at.setdefault(_clip(error.statement), error.start)
     if WERROR.search(text):  # the warnings are what failed
-        for match in LOCATED_WARNING.finditer(text):
-            at.setdefault(_clip(" ".join(match.group(0).split())), match.start())
+        for line, start in _located_warnings(text):
+            at.setdefault(_clip(line), start)
     for match in SUITE_DID_NOT_RUN.finditer(text):
         at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
     for pattern in (HEADLINE, LOCATED):
@@ -218,6 +237,26 @@ def signature_of(output: str, detail: str = "") -> Signature:
         if "site-packages" not in path and "node_modules" not in path and path not in locations:
             locations.append(path)
     return Signature(tuple(found[:MAX_IDENTIFIERS]), headline, tuple(locations[:MAX_IDENTIFIERS]), tuple(ordered))
+
+
+def _located_warnings(text: str) -> list[tuple[str, int]]:
+    """Warning lines that name a file and line (``[WARNING] /src/A.java:[31,9] …``, ``a.c:3:5: warning: …``),
+    with where each starts; a line is read once, and a longer one than a finding's not at all."""
+    found: list[tuple[str, int]] = []
+    start = 0
+    for raw in text.split("\n"):
+        at, start = start, start + len(raw) + 1
+        if len(raw) > _FINDING_CHARS or not (raw.startswith("[WARNING] ") or "warning: " in raw):
+            continue
+        if _LOCATED_PATH.search(raw) or _JAVA_PLACE.search(raw):
+            found.append((" ".join(raw.split()), at))
+    return found
+
+
+#: the longest line read as one finding
+_FINDING_CHARS = 1_000
+#: maven's place of a javac finding: ``File.java:[31,9]``
+_JAVA_PLACE = re.compile(r"\.\w+:\[\d+,\d+\]")
 
 
 #: a build tool's closing verdict (gradle's ``BUILD FAILED in 21s``, maven's ``BUILD FAILURE``): that, not what, failed

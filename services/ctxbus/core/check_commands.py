@@ -289,7 +289,6 @@ def _gradle_kind(task: str) -> str | None:
     return next((kind for prefix, kind in _GRADLE_TASKS if task.startswith(prefix)), None)
 
 
-
 def gradle_task_kinds(words: Sequence[str]) -> list[str]:
     """The kinds of the check tasks one gradle invocation runs, in order, each once (``./gradlew ktlintCheck test``:
     lint, test); nothing for another program."""

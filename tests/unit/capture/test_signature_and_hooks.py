@@ -10,9 +10,10 @@ from ctxbus.capture.checks import only_rewrites, rewrites_files
 from ctxbus.capture.edits import gist
 from ctxbus.capture.engine import capture_steps
 from ctxbus.capture.items import SessionFacts
-from ctxbus.capture.signature import signature_of
+from ctxbus.capture.signature import findings_by_file, signature_of
 from ctxbus.capture.steps import AnswerStep, EditStep, PromptStep, RunStep, ShellStep, Step, hook_step
 
+from ..time_budget import assert_linear
 from .transcript_builder import PYTEST_FAIL, PYTEST_PASS
 
 
@@ -513,3 +514,16 @@ def test_xctests_failed_test_is_named() -> None:
     assert signature_of(mac).identifiers[0] == "BookingTests.testFullSailingReturnsConflict"
     assert "BookingTests.testRejectsPastSailing" in signature_of(linux).identifiers
     assert not signature_of("Test Case '-[AppTests.BookingTests testOk]' passed (0.01 seconds).\n").identifiers
+
+
+def test_runs_of_blank_lines_and_very_long_lines_are_read_in_linear_time() -> None:
+    # many patterns start ``^\s*``: from each line start of a run of blank lines they read the whole run (quadratic)
+    blank = "1) Failure:" + "\n" * 4_000 + "FAILED tests/test_a.py::test_x - KeyError: 'k'\n"
+    sig = signature_of(blank)
+    assert "tests/test_a.py::test_x" in sig.identifiers and "KeyError" in sig.identifiers
+    long_line = "-Werror\nwarning: " + ("a." * 4_000) + "\nsrc/a.c:3:5: error: expected ';'\n"
+    assert signature_of(long_line).headline == "src/a.c:3:5: error: expected ';'"
+    assert_linear(signature_of, lambda n: "1) Failure:" + "\n" * n + "x")
+    assert_linear(signature_of, lambda n: "-Werror\nwarning: " + ("a." * n)[:n])
+    assert_linear(signature_of, lambda n: "".join(f"--- FAIL: T{i}/S{i}\n" for i in range(n // 16)))
+    assert_linear(findings_by_file, lambda n: " \n" * (n // 2))
