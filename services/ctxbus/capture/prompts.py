@@ -31,7 +31,10 @@ _OPENER = re.compile(
 _ANYWHERE = re.compile(
     r"\b(?:(?:should|must|need to|has to|have to) (?:always|never)|must not|mustn'?t|we (?:always|never) \w+|"
     r"(?:is|are) (?:not allowed|forbidden|banned)|from now on|going forward|we \w+\b[^.]{0,80}\beverywhere|"
-    r"\bno [\w`'\"][^!?]{0,80}?,? ever)\b",
+    r"\bno [\w`'\"][^!?]{0,80}?,? ever|"
+    # a scope, then the rule: "in this plugin always use wp_date()", "across the repo never import from tests"
+    r"^(?:in|for|across|throughout) (?:this|our|the) [\w-]+(?: [\w-]+)?,? (?:we )?(?:always|never) "
+    r"(?!(?:returns?|works?|happens?|fails?|passes?|runs?|gets?|shows?)\b)[a-z]+)\b",
     re.I,
 )
 #: "X, not Y" / "instead of Y": a preference stated anywhere in the clause

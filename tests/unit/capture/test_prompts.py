@@ -178,3 +178,15 @@ def test_after_a_rejection_what_things_never_or_always_do_is_a_rule() -> None:
     assert rule_in("the tests never pass on my laptop, any idea?") is None  # no rejection: a report
     assert rule_in("no, the cookie never gets set") is None  # a thing, not things: what happens
     assert rule_in("no, the tests never pass on CI") is None  # these tests: what happens
+
+
+def test_a_rule_after_a_scope_is_quoted_with_the_others() -> None:
+    # "in this plugin always use X" states the rule the closing "never Y" only restates
+    prompt = (
+        "not gmdate either. in this plugin always use wp_date() for anything a user sees, so it's in the site's "
+        "timezone and locale. never date()/gmdate() for display"
+    )
+    rule = rule_in(prompt)
+    assert rule is not None and "always use wp_date()" in rule.quote and "never date()" in rule.quote
+    assert rule_in("in this repo we never squash merge") is not None
+    assert rule_in("in this test it never returns anything") is None
