@@ -76,7 +76,7 @@ LINTER = re.compile(r"^[\w./@-]+\.\w+:\d+(?::\d+)?:(?: |(?=[A-Za-z])).+\((\w+)\)
 JAVAC_CATEGORY = re.compile(r"\.java:\[\d+,\d+\] \[([A-Za-z][\w-]{1,60})\] ")
 #: a PHP_CodeSniffer sniff code closing a finding (``phpcs -s``): ``(WordPress.DB.PreparedSQL.InterpolatedNotPrepared)``
 PHPCS_SNIFF = re.compile(r"\(([A-Z][A-Za-z0-9]+(?:\.[A-Z][A-Za-z0-9]+){3})\)\s*$", re.M)
-#: the build says its warnings are errors: a located warning is then what failed (signature.located_warnings)
+#: the build says its warnings are errors: a located warning is then what failed (signature._located_warnings)
 WERROR = re.compile(r"-Werror\b|warnings being treated as errors")
 #: a finding's rule as the fragment of its docs link (revive's ``⚠  https://revive.run/r#exported  exported type …``),
 #: on a line marked as a finding
