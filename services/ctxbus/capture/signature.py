@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ctxbus.capture.edits import basename
 from ctxbus.capture.error_patterns import (
-    ANSI,
     CODE,
     DIAGNOSTIC_ID,
     DOCS_LINK_RULE,
@@ -47,6 +46,7 @@ from ctxbus.capture.error_patterns import (
     XCTEST_CASE,
 )
 from ctxbus.capture.json_logs import LoggedError, logged_errors
+from ctxbus.capture.output_lines import clean, runs_on, said_next
 
 MAX_IDENTIFIERS = 6
 ERROR_LINES = 3
@@ -98,45 +98,6 @@ class Signature:
     def key(self) -> str:
         """What identifies the error in an item id: its first identifier, else its headline."""
         return self.identifiers[0] if self.identifiers else self.headline
-
-
-#: BuildKit's step and time prefix (``#12 3.913 ``): the build step's own line follows it
-_BUILDKIT = re.compile(r"^#\d+ (?:\d+\.\d+ )?", re.M)
-#: a line that only announces an error (``error during build:``): the next line says which
-#: (and Flutter's ``The following assertion was thrown running a test:``)
-_ANNOUNCES = re.compile(
-    r"^\W*(?:\w+:? ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$|^The following .{3,80} was thrown\b.*:$"
-)
-
-
-#: a run of lines that hold only blanks: many patterns start ``^\s*``, which from each line start of such a run reads
-#: the rest of it (quadratic); one empty line says the same
-_BLANK_LINES = re.compile(r"\n[^\S\n]*+(?:\n[^\S\n]*+)+(?=\n|$)")
-#: a line longer than this keeps its head and tail (error lines are short; a pattern that scans a line from each of
-#: its positions is quadratic in the line's length)
-LINE_CHARS = 2_000
-_LINE_HEAD, _LINE_TAIL = 1_200, 600
-_LONG_LINE = re.compile(f"^[^\\n]{{{LINE_CHARS + 1}}}", re.M)  # (tried from line starts only: linear)
-
-
-def clean(text: str) -> str:
-    """The output as the patterns read it: no colour codes or BuildKit step prefixes, a run of blank lines as one,
-    and a very long line as its head and tail."""
-    text = _BLANK_LINES.sub("\n", _BUILDKIT.sub("", ANSI.sub("", text)))
-    if len(text) <= LINE_CHARS or not _LONG_LINE.search(text):
-        return text
-    return "\n".join(
-        line if len(line) <= LINE_CHARS else f"{line[:_LINE_HEAD]} … {line[-_LINE_TAIL:]}" for line in text.split("\n")
-    )
-
-
-def _said_next(text: str, start: int, line: str) -> str:
-    """A line that only announces an error, with the line after it (``error during build: src/a.ts (1:10): ...``)."""
-    if not _ANNOUNCES.match(line):
-        return line
-    rest = text[start:].split("\n", 4)[1:4]  # the first of the next three lines that says something
-    following = next((line.strip() for line in rest if line.strip()), "")
-    return f"{line} {' '.join(following.split())}" if following else line
 
 
 def _add(found: dict[str, None], value: str) -> None:
@@ -216,7 +177,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
                 continue  # a frame the error passed through (where, not what), a test that passed, a build's verdict
             if text.rfind("\n", 0, match.start()) + 1 in log_lines:
                 continue  # a JSON log line: read above as what it says
-            line = _clip(_said_next(text, match.start(), " ".join(match.group(0).split())))
+            line = said_next(text, match.start(), " ".join(match.group(0).split()))
+            line = _clip(runs_on(text, match.start(), line))
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
     # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what

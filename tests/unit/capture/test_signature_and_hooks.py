@@ -527,3 +527,33 @@ def test_runs_of_blank_lines_and_very_long_lines_are_read_in_linear_time() -> No
     assert_linear(signature_of, lambda n: "-Werror\nwarning: " + ("a." * n)[:n])
     assert_linear(signature_of, lambda n: "".join(f"--- FAIL: T{i}/S{i}\n" for i in range(n // 16)))
     assert_linear(findings_by_file, lambda n: " \n" * (n // 2))
+    wrapped = "Error: the module at /a/b/c/d/e/f/g/h/i/j/k was compiled against\nthe version using\n"
+    assert_linear(signature_of, lambda n: wrapped * (n // len(wrapped)))
+
+
+def test_an_error_message_node_wrapped_over_lines_is_read_whole() -> None:
+    out = (
+        "FAIL tests/main/tags.test.ts\n  ● Test suite failed to run\n\n"
+        "    Error: The module '/Users/m/dev/app/node_modules/better-sqlite3/build/Release/better_sqlite3.node'\n"
+        "    was compiled against a different Node.js version using\n"
+        "    NODE_MODULE_VERSION 127. This version of Node.js requires\n"
+        "    NODE_MODULE_VERSION 136. Please try re-compiling or re-installing\n"
+        "    the module (for instance, using `npm rebuild` or `npm install`).\n"
+        "        at process.func [as dlopen] (node:electron/js2c/node_init:2:2617)\n"
+        "        at Module._extensions..node (node:internal/modules/cjs/loader:1930:18)\n"
+    )
+    sig = signature_of(out)
+    assert "NODE_MODULE_VERSION 127" in sig.headline, sig.headline
+    assert "at process.func" not in sig.headline
+
+
+def test_a_complete_error_line_is_not_joined_to_the_lines_after_it() -> None:
+    out = (
+        "TypeError: Cannot read properties of undefined (reading 'id')\n"
+        "    at render (src/components/List.tsx:12:5)\n"
+        "AssertionError: expected 2 to equal 3\n"
+        "expected: 3\n"
+    )
+    sig = signature_of(out)
+    assert sig.headline == "TypeError: Cannot read properties of undefined (reading 'id')"
+    assert "AssertionError: expected 2 to equal 3" in sig.lines  # a short line: not a wrapped one
