@@ -18,6 +18,11 @@ EXCEPTION = re.compile(
     r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded|Expired|Failure|Timeout|Invalid|NotFound|Denied|Refused|Mismatch|Panic|"
     r"Violation|Conflict|Missing|Unauthorized|Forbidden|Unavailable|Overflow|Underflow|Fault))\b"
 )
+#: the exception a Python traceback ends on (its first line at the margin after the indented frames): the error,
+#: whatever its name ends with (``twisted.internet.error.ReactorNotRestartable``, ``app.errors.TokenReused: ...``)
+TRACEBACK_RAISED = re.compile(
+    r"^Traceback \(most recent call last\):\n(?:[ \t][^\n]*\n)+(?:[a-z_]\w*\.)*([A-Z]\w+)(?::|$)", re.M
+)
 #: a CamelCase name raised: ``E   app.errors.TokenExpired: ...`` or pytest's ``reset.py:42: TokenReused``
 RAISED = re.compile(
     r"^\s*(?:E\s+|.*\.\w+:\d+: |\*\* \()?(?:[a-z_]\w*\.|[A-Z]\w*::|[A-Z]\w*\.)*([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)"

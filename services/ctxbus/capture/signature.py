@@ -38,6 +38,7 @@ from ctxbus.capture.error_patterns import (
     STATES_ERROR,
     SUITE_DID_NOT_RUN,
     TF_ERROR,
+    TRACEBACK_RAISED,
     UNDEFINED,
     WERROR,
     WHAT_FAILED,
@@ -127,6 +128,8 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
             _add(found, match.group(1))
     for match in XCTEST_CASE.finditer(text):
         _add(found, f"{match.group(1)}.{match.group(2)}")
+    for match in TRACEBACK_RAISED.finditer(text):
+        _add(found, match.group(1))
     for match in EXCEPTION.finditer(text):
         _add(found, match.group(1).rsplit(".", 1)[-1])
     for match in NAMED.finditer(text):
@@ -152,6 +155,8 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
     for pattern in (LINTER, UNDEFINED, RAISED, GO_PANIC):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
+    # pytest's summary line names a failed test with its message (``tests/a.py::test_x - assert False``): the same test
+    found = {i: None for i in found if i.split(" - ", 1)[0] == i or i.split(" - ", 1)[0] not in found}
     # a failed subtest names its parent too (go's ``TestSuite`` and ``TestSuite/TestCase``): the path says which
     parents = {i[:at] for i in found for at in range(len(i)) if i[at] == "/"}
     return [i for i in found if i not in parents]

@@ -529,6 +529,7 @@ def test_runs_of_blank_lines_and_very_long_lines_are_read_in_linear_time() -> No
     assert_linear(findings_by_file, lambda n: " \n" * (n // 2))
     wrapped = "Error: the module at /a/b/c/d/e/f/g/h/i/j/k was compiled against\nthe version using\n"
     assert_linear(signature_of, lambda n: wrapped * (n // len(wrapped)))
+    assert_linear(signature_of, lambda n: "Traceback (most recent call last):\n" + "  x\n" * (n // 4))
 
 
 def test_an_error_message_node_wrapped_over_lines_is_read_whole() -> None:
@@ -557,3 +558,28 @@ def test_a_complete_error_line_is_not_joined_to_the_lines_after_it() -> None:
     sig = signature_of(out)
     assert sig.headline == "TypeError: Cannot read properties of undefined (reading 'id')"
     assert "AssertionError: expected 2 to equal 3" in sig.lines  # a short line: not a wrapped one
+
+
+def test_the_exception_a_python_traceback_ends_on_names_the_error_before_constants_in_logs() -> None:
+    out = (
+        "tests/test_flows.py F.\n=================================== FAILURES ===================================\n"
+        "___________________ test_runs_each_spider_as_its_own_task ___________________\n"
+        '        lambda: Settings({"SPIDER_MODULES": ["tests.stubs"], "ITEM_PIPELINES": {}, "LOG_LEVEL": "WARNING"}),\n'
+        ">       assert state.is_completed()\nE       assert False\n\ntests/test_flows.py:30: AssertionError\n"
+        "------------------------------ Captured log call -------------------------------\n"
+        "ERROR    prefect.task_runs:task_runs.py:2099 Encountered exception during execution:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/p/code/app/src/app/flows/nightly.py", line 22, in crawl_spider\n'
+        "    process.start()  # blocks until the spider has closed\n"
+        '  File "/home/p/code/app/.venv/lib/python3.12/site-packages/twisted/internet/base.py", line 843, in start\n'
+        "    raise error.ReactorNotRestartable()\n"
+        "twisted.internet.error.ReactorNotRestartable\n"
+        "WARNING  prefect.task_runs:nightly.py:36 TENDERS_SLACK_WEBHOOK not set; summary not posted\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_flows.py::test_runs_each_spider_as_its_own_task - assert False\n"
+        "========================= 1 failed, 1 passed in 6.12s ==========================\n"
+    )
+    ids = signature_of(out).identifiers
+    assert "ReactorNotRestartable" in ids, ids
+    # the failed test's id with its message is the same test, not another identifier
+    assert "tests/test_flows.py::test_runs_each_spider_as_its_own_task - assert False" not in ids
