@@ -91,6 +91,13 @@ DOCS_LINK_RULE = re.compile(
 UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 FAILED_TESTS = (
+    # Playwright's failed test, by its title path after its place (``✘  1 e2e/a.spec.ts:8:3 › export › exports ...
+    # (17.1s)``, ``1) [chromium] › e2e/a.spec.ts:8:3 › export › ... ───``)
+    re.compile(
+        r"^[ \t]*(?:✘|×|\d+\))[ \t]+(?:\d+[ \t]+)?(?:\[[\w .-]+\] › )?[\w./@-]+\.\w+:\d+:\d+ › ([^\n]+?)"
+        r"(?:[ \t]+\(\d+(?:\.\d+)?m?s\))?(?:[ \t]+─+)?[ \t]*$",
+        re.M,
+    ),
     re.compile(r"^FAILED ([\w./\\-]+::[\w:.\[\]-]+)", re.M),  # pytest summary
     re.compile(r"^_{3,} ((?:\w+\.)?test\w*(?:\[[^\]]*\])?) _{3,}$", re.M),  # pytest section header
     re.compile(r"^\s*--- FAIL: (\w+(?:/\S+)?)", re.M),  # go test (a subtest by its path: ``TestSuite/TestCase``)
@@ -136,7 +143,10 @@ HEADLINE = re.compile(
     # credo's finding: ``┃ [R] ↘ message`` (its category and priority; the place is on the next line)
     r"┃ \[[A-Z]\] \S \w.+|"
     # Flutter's announcement of what was thrown (the next line says what: ``signature._said_next``)
-    r"The following .{3,80} was thrown\b.*:)$",
+    r"The following .{3,80} was thrown\b.*:|"
+    # a JavaScript runtime error's message, wherever a tool or a page printed it
+    r".*\b(?:is not a function|is not a constructor|is not defined|"
+    r"Cannot read propert(?:y|ies) of (?:undefined|null))\b.*)$",
     re.M,
 )
 #: a path with a source-like extension (the whole of it: ``app.html`` is no ``app.h``), optionally with :line; route

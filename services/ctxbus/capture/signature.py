@@ -50,6 +50,8 @@ from ctxbus.capture.json_logs import LoggedError, logged_errors
 from ctxbus.capture.output_lines import clean, runs_on, said_next
 
 MAX_IDENTIFIERS = 6
+#: what a failed tool result starts with (``Error: Exit code 1``): a process's status, never the error's name
+_EXIT_CODE = re.compile(r"(?:Error: )?Exit code \d+")
 ERROR_LINES = 3
 HEADLINE_CHARS = 200
 #: a long error line keeps its tail too (:func:`_clip`)
@@ -105,7 +107,7 @@ def _add(found: dict[str, None], value: str) -> None:
     """``value`` (trimmed) into the identifiers found so far, in order, once (a dict: a membership test per
     identifier, not a scan of those found)."""
     value = value.strip().strip("'\"`:,")
-    if value and value not in GENERIC and len(value) <= 160:
+    if value and value not in GENERIC and len(value) <= 160 and not _EXIT_CODE.fullmatch(value):
         found.setdefault(value, None)
 
 

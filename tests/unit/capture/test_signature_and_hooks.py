@@ -530,6 +530,9 @@ def test_runs_of_blank_lines_and_very_long_lines_are_read_in_linear_time() -> No
     wrapped = "Error: the module at /a/b/c/d/e/f/g/h/i/j/k was compiled against\nthe version using\n"
     assert_linear(signature_of, lambda n: wrapped * (n // len(wrapped)))
     assert_linear(signature_of, lambda n: "Traceback (most recent call last):\n" + "  x\n" * (n // 4))
+    failed = "  ✘  {} e/a.spec.ts:8:3 › s › t " + "x " * 20 + "(1s)\n"
+    assert_linear(signature_of, lambda n: "".join(failed.format(i) for i in range(n // 64)))
+    assert_linear(signature_of, lambda n: ("is not a " * n)[:n])
 
 
 def test_an_error_message_node_wrapped_over_lines_is_read_whole() -> None:
@@ -583,3 +586,31 @@ def test_the_exception_a_python_traceback_ends_on_names_the_error_before_constan
     assert "ReactorNotRestartable" in ids, ids
     # the failed test's id with its message is the same test, not another identifier
     assert "tests/test_flows.py::test_runs_each_spider_as_its_own_task - assert False" not in ids
+
+
+PLAYWRIGHT_FAILED = (
+    "Error: Exit code 1\n> app@0.9.2 test:e2e\n> playwright test --grep export\n\nRunning 1 test using 1 worker\n\n"
+    "[pageerror] window.shoreline.exportSelection is not a function\n"
+    "  ✘  1 e2e/export.spec.ts:8:3 › export › exports the selection as a zip (17.1s)\n\n"
+    "  1) e2e/export.spec.ts:8:3 › export › exports the selection as a zip ─────────────────────────\n\n"
+    "    Error: expect(locator).toBeVisible() failed\n\n    Locator:  getByText('Exported 2 photos')\n"
+    "    Expected: visible\n    Timeout:  15000ms\n    Error: element(s) not found\n\n"
+    "  1 failed\n    e2e/export.spec.ts:8:3 › export › exports the selection as a zip ──────────────────────────\n"
+)
+
+
+def test_playwrights_failed_test_is_named_by_its_title_path() -> None:
+    ids = signature_of(PLAYWRIGHT_FAILED).identifiers
+    assert ids[0] == "export › exports the selection as a zip", ids
+
+
+def test_the_tool_results_exit_code_is_never_an_identifier() -> None:
+    assert "Exit code 1" not in signature_of(PLAYWRIGHT_FAILED).identifiers
+    assert signature_of("Error: Exit code 2\nsomething broke\n").identifiers == ()
+
+
+def test_a_javascript_runtime_error_message_is_an_error_line() -> None:
+    lines = signature_of(PLAYWRIGHT_FAILED).lines
+    assert any("exportSelection is not a function" in line for line in lines), lines
+    out = "console.error\n  Uncaught: Cannot read properties of undefined (reading 'map')\n"
+    assert "Cannot read properties of undefined" in signature_of(out).headline
