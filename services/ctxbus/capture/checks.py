@@ -183,7 +183,9 @@ _REWRITE = re.compile(
     r"\bktlint\s+(?:-F|--format)\b|\bbuild_runner\s+build\b|\b(?:prisma|sqlc|go)\s+generate\b|\bgo\s+mod\s+tidy\b|"
     r"\blint:fix\b|\bpint\b|\bspotless(?:Apply|:apply)\b|\bktlintFormat\b|"
     # any formatter by its name (gdformat, shfmt, ocamlformat, elm-format, erlfmt, dune fmt) and a few others
-    r"(?<![\w=-])(?:[A-Za-z][\w-]*)?(?:fmt|format)\b|\bstylua\b|\bnimpretty\b|\bperltidy\b|\b(?:ormolu|fourmolu)\b)"
+    r"(?<![\w=-])(?:[A-Za-z][\w-]*)?(?:fmt|format)\b|\bstylua\b|\bnimpretty\b|\bperltidy\b|\b(?:ormolu|fourmolu)\b|"
+    # a build script's format target (FAKE, Cake, Nuke: ``./build.sh -t Format``, ``FormatAll``; not ``CheckFormat``)
+    r"(?<![\w=-])Format\w*\b)"
 )
 #: the check modes of those tools: they only look
 _CHECK_MODE = re.compile(

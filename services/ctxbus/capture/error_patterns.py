@@ -144,6 +144,8 @@ HEADLINE = re.compile(
     r"┃ \[[A-Z]\] \S \w.+|"
     # Flutter's announcement of what was thrown (the next line says what: ``signature._said_next``)
     r"The following .{3,80} was thrown\b.*:|"
+    # a formatter's check naming what it would change (fantomas, prettier, dotnet format, ...)
+    r".*\b(?:aren't|are not|isn't|is not|not) (?:properly )?formatted\b.*|"
     # a JavaScript runtime error's message, wherever a tool or a page printed it
     r".*\b(?:is not a function|is not a constructor|is not defined|"
     r"Cannot read propert(?:y|ies) of (?:undefined|null))\b.*)$",
@@ -178,6 +180,7 @@ WRAPPER_EXCEPTIONS = frozenset(
         "ExecException",
         "ChildProcessError",
         "CommandFailedException",
+        "BuildFailedException",
     }
 )
 #: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn, just, go-task, composer, docker build):

@@ -14,7 +14,8 @@ _BUILDKIT = re.compile(r"^#\d+ (?:\d+\.\d+ )?", re.M)
 #: a line that only announces an error (``error during build:``): the next line says which
 #: (and Flutter's ``The following assertion was thrown running a test:``)
 _ANNOUNCES = re.compile(
-    r"^\W*(?:\w+:? ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$|^The following .{3,80} was thrown\b.*:$"
+    r"^\W*(?:\w+:? ){0,3}(?:error|Error|ERROR)(?: \w+){0,3}:$|^The following .{3,80} was thrown\b.*:$|"
+    r"^.{0,80}\bformatted\b.{0,40}:$"  # ``The following files aren't formatted properly:`` (the files follow)
 )
 
 

@@ -99,8 +99,12 @@ class Signature:
 
     @property
     def key(self) -> str:
-        """What identifies the error in an item id: its first identifier, else its headline."""
-        return self.identifiers[0] if self.identifiers else self.headline
+        """What identifies the error in an item id: its first identifier, else its headline (a wrapper's own exception,
+        ``BuildFailedException``, only when there is no headline either)."""
+        own = [i for i in self.identifiers if i not in WRAPPER_EXCEPTIONS]
+        if own:
+            return own[0]
+        return self.headline or (self.identifiers[0] if self.identifiers else "")
 
 
 def _add(found: dict[str, None], value: str) -> None:
@@ -159,6 +163,8 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
             _add(found, match.group(1))
     # pytest's summary line names a failed test with its message (``tests/a.py::test_x - assert False``): the same test
     found = {i: None for i in found if i.split(" - ", 1)[0] == i or i.split(" - ", 1)[0] not in found}
+    # a wrapper's own exception (FAKE's ``BuildFailedException``) says less than what the tool it ran said
+    found = {i: None for i in sorted(found, key=lambda i: i in WRAPPER_EXCEPTIONS)}
     # a failed subtest names its parent too (go's ``TestSuite`` and ``TestSuite/TestCase``): the path says which
     parents = {i[:at] for i in found for at in range(len(i)) if i[at] == "/"}
     return [i for i in found if i not in parents]

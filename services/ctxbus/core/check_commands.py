@@ -187,7 +187,7 @@ _TASK_RUNNERS = {"just", "task", "composer", "mage"}
 _SCRIPT_WORDS = (
     (re.compile(r"test|spec|e2e"), TEST),
     (re.compile(r"typecheck|type-check|check-types|types|tsc"), TYPECHECK),
-    (re.compile(r"lint|eslint|format:check|fmt:check|prettier"), LINT),
+    (re.compile(r"lint|eslint|format:check|fmt:check|prettier|check-?format|format-?check"), LINT),
     (re.compile(r"build|compile"), BUILD),
     (re.compile(r"^check$|^verify$|^ci$"), TEST),
 )
@@ -319,6 +319,38 @@ def _build_tool(words: list[str]) -> Check | None:
     return None
 
 
+#: .NET build scripts run a named target (FAKE, Cake, Nuke): ``./build.sh -t Check``, ``dotnet fake build -t Test``,
+#: ``dotnet cake --target=Lint``, nuke's ``./build.sh Compile``
+_BUILD_SCRIPTS = frozenset({"build.sh", "build.cmd", "build.ps1"})
+_BUILD_TOOLS = frozenset({"fake", "cake", "nuke"})
+_TARGET_FLAGS = frozenset({"-t", "--target", "-target", "-Target", "--Target"})
+
+
+def _build_script(head: str, words: list[str]) -> tuple[str, list[str]] | None:
+    """The build script or tool a command runs and its arguments (None: not one)."""
+    if head in _BUILD_SCRIPTS:
+        return head, words[1:]
+    if head == "dotnet" and len(words) > 1 and words[1] in _BUILD_TOOLS:
+        runner, args = words[1], words[2:]
+    elif head in _BUILD_TOOLS:
+        runner, args = head, words[1:]
+    else:
+        return None
+    return runner, args[1:] if runner == "fake" and args[:1] == ["build"] else args
+
+
+def _build_target(args: list[str]) -> str | None:
+    """The target a build script's arguments name: after ``-t``/``--target`` (or ``--target=X``), else the first
+    word that is no option (nuke's ``./build.sh Test``)."""
+    for i, word in enumerate(args):
+        flag, eq, value = word.partition("=")
+        if eq and flag in _TARGET_FLAGS:
+            return value
+        if word in _TARGET_FLAGS:
+            return args[i + 1] if i + 1 < len(args) else None
+    return next((w for w in args if not w.startswith("-")), None)
+
+
 def _named_task(runner: str, name: str | None) -> Check | None:
     found = _script_check(name) if name else None
     return Check(f"{runner} {found[0]}", found[1]) if found else None
@@ -347,6 +379,8 @@ def _check_of_words(words: list[str]) -> Check | None:
         return _package_manager(words)
     if (found := _runner(head, words)) is not None:
         return found
+    if (script := _build_script(head, words)) is not None:
+        return _named_task(script[0], _build_target(script[1]))
     if head in {"mvn", "mvnw", "gradle", "gradlew", "make", "gmake"}:
         return _build_tool(words)
     if head in _CHECK_ONLY:

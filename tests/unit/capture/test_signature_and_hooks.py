@@ -146,6 +146,9 @@ def test_log_levels_are_no_identifiers_and_surefire_names_the_failing_test() -> 
         ("./gradlew ktlintFormat", True),
         ("./mvnw spotless:apply", True),
         ("./gradlew spotlessCheck", False),
+        ("./build.sh -t Format", True),
+        ("dotnet fake build -t FormatAll", True),
+        ("./build.sh -t CheckFormat", False),
     ],
 )
 def test_which_commands_rewrite_files(command: str, rewrites: bool) -> None:
@@ -614,3 +617,19 @@ def test_a_javascript_runtime_error_message_is_an_error_line() -> None:
     assert any("exportSelection is not a function" in line for line in lines), lines
     out = "console.error\n  Uncaught: Cannot read properties of undefined (reading 'map')\n"
     assert "Cannot read properties of undefined" in signature_of(out).headline
+
+
+FAKE_CHECK_FORMAT = (
+    "Starting target 'CheckFormat'\n/usr/share/dotnet/dotnet fantomas --check src tests build (In: false, Out: false)\n"
+    "The following files aren't formatted properly:\n- /home/s/src/api/src/Api/Db.fs\n"
+    "Finished (Failed) 'CheckFormat' in 00:00:02.8812004\n\nStatus:        Failure\n"
+    "Script reported an error:\n-> BuildFailedException: Target 'CheckFormat' failed.\n"
+    "-> One or more errors occurred. (dotnet fantomas --check src tests build failed with exit code 99)\n"
+    "-> Exception: dotnet fantomas --check src tests build failed with exit code 99\n"
+)
+
+
+def test_a_formatter_checks_statement_is_the_error_and_the_build_scripts_exception_comes_last() -> None:
+    sig = signature_of(FAKE_CHECK_FORMAT)
+    assert "aren't formatted properly" in sig.headline and "Db.fs" in sig.headline, sig.headline
+    assert sig.key != "BuildFailedException"

@@ -71,6 +71,13 @@ CHECKS = [
     ("mage test", "mage test", "test"),
     ("./gradlew spotlessKotlinCheck", "gradle", "lint"),
     ("./gradlew spotlessCheck test", "gradle", "test"),
+    # .NET build scripts by their target (FAKE, Cake, Nuke): ``-t Check``, ``--target=Test``, nuke's first word
+    ("./build.sh -t Check", "build.sh check", "test"),
+    ("./build.sh -t CheckFormat", "build.sh checkformat", "lint"),
+    ("dotnet fake build -t Test", "fake test", "test"),
+    ("dotnet cake --target=Lint", "cake lint", "lint"),
+    ("./build.sh Compile", "build.sh compile", "build"),
+    ("./build.cmd --target Test", "build.cmd test", "test"),
 ]
 NOT_CHECKS = [
     "git status",
@@ -109,6 +116,8 @@ NOT_CHECKS = [
     "swift format -i -r Sources",
     "./gradlew spotlessApply",
     "mage dev",
+    "./build.sh -t Format",
+    "./build.sh --target Clean",
     "",
 ]
 
