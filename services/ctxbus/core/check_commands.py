@@ -15,23 +15,36 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-TEST = "test"
-BUILD = "build"
-TYPECHECK = "typecheck"
-LINT = "lint"
-#: kinds in the order a command's main check is chosen (a command running a build and tests is a test run)
-KIND_ORDER = (TEST, TYPECHECK, BUILD, LINT)
+from ctxbus.core.check_tools import (
+    BUILD,
+    CHECK_ONLY,
+    COMPILING_TOOLCHAINS,
+    GRADLE_TASKS,
+    KIND_ORDER,
+    LINT,
+    MAVEN_GOALS,
+    SUBCOMMANDS,
+    TEST,
+    TOOLS,
+    TYPECHECK,
+    Check,
+)
 
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    family: str
-    kind: str
-    #: the toolchain whose test runs compile the code first (``cargo test`` builds what ``cargo build`` builds)
-    toolchain: str | None = None
-
+__all__ = [
+    "AGGREGATE_SCRIPTS",
+    "BUILD",
+    "KIND_ORDER",
+    "LINT",
+    "TEST",
+    "TYPECHECK",
+    "Check",
+    "check_of_command",
+    "check_of_segment",
+    "gradle_task_kinds",
+    "is_aggregate",
+    "same_tool",
+]
 
 _SPLIT = re.compile(r"\|\||&&|[;|\n]")
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -55,132 +68,6 @@ _LAUNCHERS = {
 _RUNNERS = {"npx", "bunx", "pnpx"}
 _PYTHONS = re.compile(r"^(python[0-9.]*|py)$")
 
-#: first word -> (family, kind); the family is the tool
-_TOOLS: dict[str, tuple[str, str]] = {
-    "pytest": ("pytest", TEST),
-    "py.test": ("pytest", TEST),
-    "tox": ("tox", TEST),
-    "nox": ("nox", TEST),
-    "jest": ("jest", TEST),
-    "vitest": ("vitest", TEST),
-    "mocha": ("mocha", TEST),
-    "ava": ("ava", TEST),
-    "karma": ("karma", TEST),
-    "rspec": ("rspec", TEST),
-    "phpunit": ("phpunit", TEST),
-    "pest": ("pest", TEST),
-    "ctest": ("ctest", TEST),
-    "busted": ("busted", TEST),
-    "mypy": ("mypy", TYPECHECK),
-    "pyright": ("pyright", TYPECHECK),
-    "tsc": ("tsc", TYPECHECK),
-    "vue-tsc": ("tsc", TYPECHECK),
-    "svelte-check": ("svelte-check", TYPECHECK),
-    "flow": ("flow", TYPECHECK),
-    "flake8": ("flake8", LINT),
-    "pylint": ("pylint", LINT),
-    "eslint": ("eslint", LINT),
-    "stylelint": ("stylelint", LINT),
-    "golangci-lint": ("golangci-lint", LINT),
-    "rubocop": ("rubocop", LINT),
-    "shellcheck": ("shellcheck", LINT),
-    "ktlint": ("ktlint", LINT),
-    "hadolint": ("hadolint", LINT),
-    "hlint": ("hlint", LINT),
-    "swiftlint": ("swiftlint", LINT),
-    "phpstan": ("phpstan", TYPECHECK),
-    "psalm": ("psalm", TYPECHECK),
-    "javac": ("javac", BUILD),
-    "gcc": ("cc", BUILD),
-    "g++": ("cc", BUILD),
-    "clang": ("cc", BUILD),
-    "clang++": ("cc", BUILD),
-    "ninja": ("ninja", BUILD),
-    "webpack": ("webpack", BUILD),
-    "rollup": ("rollup", BUILD),
-    "esbuild": ("esbuild", BUILD),
-}
-#: (tool, sub-command) -> (family, kind)
-_SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
-    ("go", "test"): ("go test", TEST),
-    ("go", "build"): ("go build", BUILD),
-    ("go", "vet"): ("go vet", LINT),
-    ("cargo", "test"): ("cargo test", TEST),
-    ("cargo", "nextest"): ("cargo test", TEST),
-    ("cargo", "build"): ("cargo build", BUILD),
-    ("cargo", "check"): ("cargo build", BUILD),
-    ("cargo", "clippy"): ("cargo clippy", LINT),
-    ("dotnet", "test"): ("dotnet test", TEST),
-    ("dotnet", "build"): ("dotnet build", BUILD),
-    ("swift", "test"): ("swift test", TEST),
-    ("swift", "build"): ("swift build", BUILD),
-    ("deno", "test"): ("deno test", TEST),
-    ("deno", "check"): ("deno check", TYPECHECK),
-    ("deno", "lint"): ("deno lint", LINT),
-    ("mix", "test"): ("mix test", TEST),
-    ("mix", "compile"): ("mix compile", BUILD),
-    ("mix", "credo"): ("mix credo", LINT),
-    ("mix", "dialyzer"): ("mix dialyzer", TYPECHECK),
-    ("rake", "test"): ("rake test", TEST),
-    ("rake", "spec"): ("rspec", TEST),
-    ("stack", "test"): ("stack test", TEST),
-    ("stack", "build"): ("stack build", BUILD),
-    ("cabal", "test"): ("cabal test", TEST),
-    ("cabal", "build"): ("cabal build", BUILD),
-    ("dune", "test"): ("dune test", TEST),
-    ("dune", "build"): ("dune build", BUILD),
-    ("zig", "build"): ("zig build", BUILD),
-    ("flutter", "test"): ("flutter test", TEST),
-    ("dart", "test"): ("dart test", TEST),
-    ("dart", "analyze"): ("dart analyze", LINT),
-    ("flutter", "analyze"): ("dart analyze", LINT),
-    ("hatch", "test"): ("hatch test", TEST),
-    ("playwright", "test"): ("playwright", TEST),
-    ("cypress", "run"): ("cypress", TEST),
-    ("ruff", "check"): ("ruff", LINT),
-    ("biome", "check"): ("biome", LINT),
-    ("biome", "lint"): ("biome", LINT),
-    ("vite", "build"): ("vite build", BUILD),
-    ("next", "build"): ("next build", BUILD),
-    ("docker", "build"): ("docker build", BUILD),
-    ("cmake", "--build"): ("cmake", BUILD),
-    ("python", "unittest"): ("unittest", TEST),
-    ("python", "pytest"): ("pytest", TEST),
-    ("python", "mypy"): ("mypy", TYPECHECK),
-    ("python", "pyright"): ("pyright", TYPECHECK),
-    ("python", "ruff"): ("ruff", LINT),
-    ("python", "flake8"): ("flake8", LINT),
-    ("python", "pylint"): ("pylint", LINT),
-    ("python", "tox"): ("tox", TEST),
-    ("python", "compileall"): ("compileall", BUILD),
-    ("pre-commit", "run"): ("pre-commit", LINT),
-    ("swift-format", "lint"): ("swift-format", LINT),
-}
-#: formatters count only when they check (``--check``), never when they rewrite files
-_CHECK_ONLY = {"black": "black", "isort": "isort", "prettier": "prettier", "gofmt": "gofmt"}
-_MAVEN_GOALS = {
-    "test": TEST,
-    "verify": TEST,
-    "integration-test": TEST,
-    "compile": BUILD,
-    "package": BUILD,
-    "install": BUILD,
-}
-#: gradle task name prefixes (``assembleDebug``, ``testDebugUnitTest``, ``compileReleaseKotlin``); first match wins
-_GRADLE_TASKS = (
-    ("connected", TEST),
-    ("test", TEST),
-    ("check", TEST),
-    ("build", BUILD),
-    ("assemble", BUILD),
-    ("bundle", BUILD),
-    ("compile", BUILD),
-    ("lint", LINT),
-    ("ktlint", LINT),
-    ("detekt", LINT),
-)
-#: tools whose test command compiles the code first: a passing test run shows the build passes too
-_COMPILING_TOOLCHAINS = {"cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle"}
 #: task runners whose recipe's name says what it runs, as a package script's does (``deno task test``, ``just
 #: lint``, go-task's ``task test``, ``composer run check``, a magefile's ``mage lint``)
 _TASK_RUNNERS = {"just", "task", "composer", "mage"}
@@ -286,7 +173,7 @@ def _gradle_kind(task: str) -> str | None:
     """The kind of a gradle task that checks (a format check ``spotlessKotlinCheck``, not ``spotlessApply``)."""
     if task.startswith("spotless"):
         return LINT if task.endswith("check") else None  # (names are lower-cased)
-    return next((kind for prefix, kind in _GRADLE_TASKS if task.startswith(prefix)), None)
+    return next((kind for prefix, kind in GRADLE_TASKS if task.startswith(prefix)), None)
 
 
 def gradle_task_kinds(words: Sequence[str]) -> list[str]:
@@ -303,7 +190,7 @@ def _build_tool(words: list[str]) -> Check | None:
     tool = words[0].rsplit("/", 1)[-1]
     targets = _targets(words)
     if tool in {"mvn", "mvnw"}:
-        kinds = [_MAVEN_GOALS[t] for t in targets if t in _MAVEN_GOALS]
+        kinds = [MAVEN_GOALS[t] for t in targets if t in MAVEN_GOALS]
         return Check("maven", TEST if TEST in kinds else BUILD, "maven") if kinds else None
     if tool in {"gradle", "gradlew"}:
         tasks = [t.rsplit(":", 1)[-1] for t in targets]
@@ -383,8 +270,8 @@ def _check_of_words(words: list[str]) -> Check | None:
         return _named_task(script[0], _build_target(script[1]))
     if head in {"mvn", "mvnw", "gradle", "gradlew", "make", "gmake"}:
         return _build_tool(words)
-    if head in _CHECK_ONLY:
-        return Check(_CHECK_ONLY[head], LINT) if any(w in {"--check", "-c", "--diff", "-l"} for w in words) else None
+    if head in CHECK_ONLY:
+        return Check(CHECK_ONLY[head], LINT) if any(w in {"--check", "-c", "--diff", "-l"} for w in words) else None
     if head == "cargo" and len(words) > 1 and words[1] == "fmt":
         return Check("cargo fmt", LINT) if "--check" in words else None
     if head == "ruff" and len(words) > 1 and words[1] == "format":
@@ -393,11 +280,11 @@ def _check_of_words(words: list[str]) -> Check | None:
         return Check("django test", TEST)
     if head == "swift" and words[1:3] == ["format", "lint"]:  # the toolchain's own swift-format, checking
         return Check("swift-format", LINT)
-    if len(words) > 1 and (head, words[1]) in _SUBCOMMANDS:
-        family, kind = _SUBCOMMANDS[(head, words[1])]
-        return Check(family, kind, head if head in _COMPILING_TOOLCHAINS else None)
-    if head in _TOOLS:
-        family, kind = _TOOLS[head]
+    if len(words) > 1 and (head, words[1]) in SUBCOMMANDS:
+        family, kind = SUBCOMMANDS[(head, words[1])]
+        return Check(family, kind, head if head in COMPILING_TOOLCHAINS else None)
+    if head in TOOLS:
+        family, kind = TOOLS[head]
         return Check(family, kind)
     if head == "mix" and len(words) > 1:  # a project's own alias (``mix check``, ``mix ci``)
         return _named_task("mix", words[1])
