@@ -91,6 +91,8 @@ DOCS_LINK_RULE = re.compile(
 UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 FAILED_TESTS = (
+    # Expecto's failed test, by its path of test list names (``[14:05:16 ERR] bookings/back-to-back ... failed in 00:``)
+    re.compile(r"^\[\d\d:\d\d:\d\d ERR\] ([^\n]{3,160}?) (?:failed|errored) in \d\d:\d\d:", re.M),
     # Playwright's failed test, by its title path after its place (``✘  1 e2e/a.spec.ts:8:3 › export › exports ...
     # (17.1s)``, ``1) [chromium] › e2e/a.spec.ts:8:3 › export › ... ───``)
     re.compile(

@@ -195,7 +195,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
             if line and not line.lower().startswith(("error: exit code", "exit code")):
                 at.setdefault(line, match.start())
     # a section banner (pytest's ``____ ERROR at setup of test_x ____``) names where; the lines after it say what
-    own = [line for line in at if not WRAPPER_FAILED.match(line)]  # a wrapper's line only when nothing else says more
+    # a wrapper's line (``make: ***``, ``-> BuildFailedException: ...``) only when nothing else says more
+    own = [line for line in at if not WRAPPER_FAILED.match(line) and not _wrapper_exception_line(line)]
     ordered = sorted(own, key=lambda line: (bool(_BANNER.search(line)), at[line]))[:ERROR_LINES]
     ordered = (
         ordered
@@ -240,6 +241,11 @@ _VERDICT = re.compile(r"\s*(?:\[\w+\]\s*)?BUILD FAIL(?:ED|URE)\b")
 _PASSED_LINE = re.compile(r"[\[(:]\s*(?:PASSED|PASS|OK|ok|SKIPPED|IGNORED)\s*[\])]?\s*$")
 #: a section banner, or scalac 3's location banner (``-- Error: path:17:6``, ``-- [E007] Type Mismatch Error: ...``)
 _BANNER = re.compile(r"_{4,}|={4,}|-{6,}|^(?:\[error\] )?-- (?:\[E\d+\] )?(?:\w+ )*Error: \S+:\d+")
+
+
+def _wrapper_exception_line(line: str) -> bool:
+    """Whether a line states a wrapper's own exception (``-> BuildFailedException: Target 'Test' failed.``)."""
+    return any(f"{name}:" in line for name in WRAPPER_EXCEPTIONS)
 
 
 def _clip(line: str) -> str:

@@ -633,3 +633,18 @@ def test_a_formatter_checks_statement_is_the_error_and_the_build_scripts_excepti
     sig = signature_of(FAKE_CHECK_FORMAT)
     assert "aren't formatted properly" in sig.headline and "Db.fs" in sig.headline, sig.headline
     assert sig.key != "BuildFailedException"
+
+
+def test_expectos_failed_test_is_named() -> None:
+    out = (
+        "[14:03:02 INF] EXPECTO? Running tests... <Expecto>\n"
+        "[14:05:16 ERR] bookings/back-to-back stays are allowed failed in 00:00:00.0152115.\nstatus.\n"
+        "expected: Created\n  actual: Conflict\n"
+        "  /home/s/src/api/tests/Api.Tests/BookingTests.fs(43,1): Api.Tests.BookingTests.tests@51-14.MoveNext()\n"
+        " <Expecto>\n[14:03:06 INF] EXPECTO! 32 tests run in 00:00:03.66 for all – 31 passed, 0 ignored, 1 failed, "
+        "0 errored. Failed! <Expecto>\n"
+        "Script reported an error:\n-> BuildFailedException: Target 'Test' failed.\n"
+    )
+    sig = signature_of(out)
+    assert sig.key == "bookings/back-to-back stays are allowed", sig.identifiers
+    assert "BuildFailedException" not in sig.headline  # the build script's own line says least
