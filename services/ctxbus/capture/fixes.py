@@ -23,6 +23,7 @@ from ctxbus.capture.checks import (
     segments_of,
 )
 from ctxbus.capture.edits import bare_command, basename, gist, quotable, relative
+from ctxbus.capture.error_patterns import WRAPPER_EXCEPTIONS
 from ctxbus.capture.inner_step import inner_step
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
 from ctxbus.capture.prompts import bare_go_on, remembered
@@ -126,6 +127,11 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             sig = signature_of(step.output, step.run.detail)
             same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
             _resolve_gone(open_errors, step, sig, same)
+            # (a run that also rewrote files, ``standardrb --fix``: what is gone may be that command's doing)
+            fixed_part = None if rewrites_files(step.run.command) else _fixed_part(same, sig, step.output)
+            if same is not None and fixed_part is not None:
+                open_errors.append(fixed_part)  # fixed by the edits so far: a lesson once a run of its check passes
+                same.edits, same.rewrites, same.signature = [], [], sig
             if same is not None:
                 same.hits += 1
                 same.signature = same.signature.then(sig)
@@ -159,6 +165,25 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             lessons.extend(_repeated(step, open_errors, cwd, task))
         _note_ran(step, open_errors)
     return lessons
+
+
+def _fixed_part(error: _Open | None, sig: Signature, output: str) -> _Open | None:
+    """The part of a compiler's or linter's error a rerun no longer shows after edits (``TS2305`` gone, ``TS2307``
+    left): fixed by those edits, a lesson of its own; None when the rerun shows all of it, nothing was edited, or the
+    check is a test run (a test's failures change with each attempt)."""
+    if error is None or error.kind == TEST or not error.edits or error.resolved:
+        return None
+    gone = [i for i in error.signature.identifiers if i not in sig.identifiers and i not in output]
+    if not gone or len(gone) == len(error.signature.identifiers) or set(gone) <= WRAPPER_EXCEPTIONS:
+        return None
+    return replace(
+        error,
+        signature=error.signature.only(gone),
+        edits=list(error.edits),
+        rewrites=list(error.rewrites),
+        resolved=True,
+        ran=list(error.ran),
+    )
 
 
 def _resolve_gone(open_errors: list[_Open], step: RunStep, sig: Signature, same: _Open | None) -> None:

@@ -9,6 +9,7 @@ their identifiers overlap (or, with none, their headlines match): the same error
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxbus.capture.edits import basename
@@ -67,6 +68,11 @@ class Signature:
     locations: tuple[str, ...] = ()
     #: the lines that state the error, in order (at most ERROR_LINES)
     lines: tuple[str, ...] = ()
+
+    def only(self, identifiers: Sequence[str]) -> Signature:
+        """This error narrowed to some of its identifiers (and the lines that name them, if any do)."""
+        lines = tuple(line for line in self.lines if any(i in line for i in identifiers)) or self.lines
+        return Signature(tuple(identifiers), lines[0] if lines else self.headline, self.locations, lines)
 
     def then(self, later: Signature) -> Signature:
         """This error as a later run of the same failure showed it: what the later run says first (it is what the

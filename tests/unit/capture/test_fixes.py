@@ -169,3 +169,56 @@ def test_another_subcommand_of_the_same_tool_passing_before_any_change_does_not_
     )
     (fix,) = fixes(t)
     assert "42701" in fix.content and "Version20260925151204.php" in fix.content
+
+
+TSC_TWO = (
+    "> shop@0.7.0 typecheck\n> react-router typegen && tsc\n\n"
+    "app/routes/cart.tsx:1:16 - error TS2305: Module '\"react-router\"' has no exported member 'json'.\n\n"
+    "app/routes/cart.tsx:2:28 - error TS2307: Cannot find module './+types/cart' or its corresponding type "
+    "declarations.\n\nFound 2 errors in the same file, starting at: app/routes/cart.tsx:1\n"
+)
+TSC_ONE = (
+    "> shop@0.7.0 typecheck\n> react-router typegen && tsc\n\n"
+    "app/routes/cart.tsx:2:28 - error TS2307: Cannot find module './+types/cart' or its corresponding type "
+    "declarations.\n\nFound 1 error in app/routes/cart.tsx:2\n"
+)
+
+
+def test_an_error_a_rerun_no_longer_shows_was_fixed_by_the_edits_before_it_the_rest_by_the_edits_after() -> None:
+    t = (
+        Transcript("s1", cwd="/home/m/shop")
+        .prompt("port the basket page to this app")
+        .write("/home/m/shop/app/routes/cart.tsx", 'import { Form, json } from "react-router";\n')
+        .bash("npm run typecheck", TSC_TWO, code=2)
+        .edit("/home/m/shop/app/routes/cart.tsx", "import { Form, json }", "import { data, Form }")
+        .bash("npm run typecheck", TSC_ONE, code=2)
+        .edit("/home/m/shop/app/routes.ts", 'route("teas/:slug")', 'route("teas/:slug"), route("cart")')
+        .bash("npm run typecheck", "> shop@0.7.0 typecheck\n> react-router typegen && tsc\n")
+        .say("Typecheck passes.")
+    )
+    found = {i.title: i for i in fixes(t)}
+    assert len(found) == 2, list(found)
+    ts2305 = next(i for i in found.values() if "TS2305" in i.title)
+    ts2307 = next(i for i in found.values() if "TS2307" in i.title)
+    assert "cart.tsx" in ts2305.title and "routes.ts" not in ts2305.content
+    assert "routes.ts" in ts2307.title and "TS2305" not in ts2307.content
+
+
+def test_what_a_rerun_that_also_rewrote_files_no_longer_shows_is_not_credited_to_the_edits_before_it() -> None:
+    both = (
+        "standard: Run `standardrb --fix` to potentially fix one problem.\n"
+        "  lib/tally/report.rb:3:9: Style/StringLiterals: Prefer double-quoted strings.\n"
+        "  lib/tally/report.rb:14:5: Lint/UselessAssignment: Useless assignment to variable - `width`.\n"
+    )
+    one = "  lib/tally/report.rb:14:5: Lint/UselessAssignment: Useless assignment to variable - `width`.\n"
+    t = (
+        Transcript("s1", cwd="/home/r/tally")
+        .prompt("the lint job is red, fix it")
+        .bash("bundle exec standardrb", both, code=1)
+        .edit("/home/r/tally/.standard.yml", "ruby_version: 3.2\n", "ruby_version: 3.2\nignore: []\n")
+        .bash("bundle exec standardrb --fix", one, code=1)
+        .edit("/home/r/tally/lib/tally/report.rb", "width = 10\n", "")
+        .bash("bundle exec standardrb", "")
+        .say("Lint passes.")
+    )
+    assert not any("Style/StringLiterals" in i.title for i in fixes(t))
