@@ -26,7 +26,7 @@ from ctxbus.capture.edits import bare_command, basename, gist, quotable, relativ
 from ctxbus.capture.error_patterns import WRAPPER_EXCEPTIONS
 from ctxbus.capture.inner_step import inner_step
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
-from ctxbus.capture.prompts import bare_go_on, remembered
+from ctxbus.capture.prompts import bare_go_on, rejects, remembered
 from ctxbus.capture.signature import Signature, findings_by_file, signature_of, unformatted
 from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step, resumed_task_of
 from ctxbus.core.check_commands import BUILD, TEST, is_aggregate
@@ -113,58 +113,86 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
     task = " ".join(said.split())[:TASK_CONTEXT_CHARS]
     open_errors: list[_Open] = []
     lessons: list[Lesson] = []
+    #: the errors just fixed (nothing edited or failed since, the user has not spoken), with their lessons; and fixes
+    #: the user rejected, open again
+    recent: list[tuple[_Open, list[Lesson]]] = []
+    rejected: list[tuple[_Open, list[Lesson]]] = []
     for step in steps:
+        if isinstance(step, PromptStep):
+            if rejects(step.text):  # "no, don't paper over it ...": what follows replaces the fix just verified
+                _reopen(recent, lessons, open_errors, rejected)
+            recent = []
+            continue
         rewrote = _rewrote(step)
         if rewrote is not None:  # a formatter or code generator changed files: an edit (its own verdict follows)
             for error in open_errors:
                 if not error.resolved and rewrote not in error.rewrites:
                     error.rewrites.append(rewrote)
+        if isinstance(step, EditStep) or (isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED):
+            recent = []  # a rejection now is of this work, not of the fix before it
         if isinstance(step, EditStep):
             for error in open_errors:
                 if not error.resolved:
                     error.edits.append(step)
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
-            sig = signature_of(step.output, step.run.detail)
-            same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
-            _resolve_gone(open_errors, step, sig, same)
-            # (a run that also rewrote files, ``standardrb --fix``: what is gone may be that command's doing)
-            fixed_part = None if rewrites_files(step.run.command) else _fixed_part(same, sig, step.output)
-            if same is not None and fixed_part is not None:
-                open_errors.append(fixed_part)  # fixed by the edits so far: a lesson once a run of its check passes
-                same.edits, same.rewrites, same.signature = [], [], sig
-            if same is not None:
-                same.hits += 1
-                same.signature = same.signature.then(sig)
-                same.command = step.run.command
-                same.resolved = False
-                same.output = step.output
-                same.ran = []  # what ran before it failed again did not fix it
-            else:
-                check = step.run.check
-                open_errors.append(
-                    _Open(
-                        sig,
-                        step.all_families,
-                        check.kind,
-                        check.toolchain,
-                        step.run.command,
-                        step.span,
-                        output=step.output,
-                    )
-                )
+            _failed(step, open_errors)
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
             if rewrote is not None and only_rewrites(rewrote):
                 continue  # it changed files; a later run of the check says whether that fixed anything
             for error in _closing(open_errors, step):
                 open_errors.remove(error)
                 if _fixed(error, step.run.command):
-                    lessons.extend(_lessons(error, step.run.command, step.span, cwd, task))
+                    learned = _lessons(error, step.run.command, step.span, cwd, task)
+                    lessons.extend(learned)
+                    recent.append((error, learned))
             # ``pint --test && pest``: a segment no list knows verifies what its own earlier runs opened
             lessons.extend(_repeated(ShellStep(step.run.command, step.span), open_errors, cwd, task, same_only=True))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
         _note_ran(step, open_errors)
+    # a rejected fix that nothing replaced (the user asked something else) stays what the session learned
+    lessons.extend(lesson for error, said in rejected if error in open_errors for lesson in said)
     return lessons
+
+
+def _failed(step: RunStep, open_errors: list[_Open]) -> None:
+    """A failing run of a check: the error it repeats seen again (its part a rerun no longer shows split off as
+    fixed), or a new error opened."""
+    sig = signature_of(step.output, step.run.detail)
+    same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
+    _resolve_gone(open_errors, step, sig, same)
+    if same is None:
+        check = step.run.check
+        error = _Open(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
+        error.output = step.output
+        open_errors.append(error)
+        return
+    # (a run that also rewrote files, ``standardrb --fix``: what is gone may be that command's doing)
+    fixed_part = None if rewrites_files(step.run.command) else _fixed_part(same, sig, step.output)
+    if fixed_part is not None:
+        open_errors.append(fixed_part)  # fixed by the edits so far: a lesson once a run of its check passes
+        same.edits, same.rewrites, same.signature = [], [], sig
+    same.hits += 1
+    same.signature = same.signature.then(sig)
+    same.command = step.run.command
+    same.resolved = False
+    same.output = step.output
+    same.ran = []  # what ran before it failed again did not fix it
+
+
+def _reopen(
+    recent: list[tuple[_Open, list[Lesson]]],
+    lessons: list[Lesson],
+    open_errors: list[_Open],
+    rejected: list[tuple[_Open, list[Lesson]]],
+) -> None:
+    """The fixes just verified, rejected by the user: their lessons withdrawn and their errors open again, with
+    nothing done for them yet (kept in ``rejected``: restored if nothing replaces them)."""
+    for error, said in recent:
+        lessons[:] = [lesson for lesson in lessons if lesson not in said]
+        error.edits, error.rewrites, error.resolved, error.ran = [], [], False, []
+        open_errors.append(error)
+        rejected.append((error, said))
 
 
 def _fixed_part(error: _Open | None, sig: Signature, output: str) -> _Open | None:

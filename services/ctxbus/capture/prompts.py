@@ -93,6 +93,11 @@ class Rule:
     negative: bool
 
 
+def rejects(prompt: str) -> bool:
+    """Whether a prompt opens by rejecting what the assistant just did ("no, don't paper over it ...")."""
+    return bool(_REJECT.match(strip_private(prompt)))
+
+
 def remembered(prompt: str) -> str | None:
     """The text of a ``remember:`` prompt, else None."""
     match = REMEMBER.match(prompt)

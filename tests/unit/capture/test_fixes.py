@@ -222,3 +222,60 @@ def test_what_a_rerun_that_also_rewrote_files_no_longer_shows_is_not_credited_to
         .say("Lint passes.")
     )
     assert not any("Style/StringLiterals" in i.title for i in fixes(t))
+
+
+BLOCKING_FAILS = (
+    "FAILED tests/test_sensor.py::test_soil_moisture - RuntimeError: Caught blocking call to putrequest "
+    "with args (...) inside the event loop by integration 'verdant' at custom_components/verdant/api.py, line 52\n"
+    "1 failed, 7 passed in 1.21s\n"
+)
+
+
+def test_a_fix_the_user_rejects_right_after_is_replaced_by_the_fix_that_follows() -> None:
+    t = (
+        Transcript("s1", cwd="/home/r/ha")
+        .prompt("add a rain delay sensor")
+        .edit("/home/r/ha/custom_components/verdant/api.py", "", "def rain_delay(self): return requests.get(...)")
+        .bash("pytest", BLOCKING_FAILS, code=1)
+        .edit("/home/r/ha/custom_components/verdant/coordinator.py", "self.client.status()", "await executor(...)")
+        .bash("pytest", "8 passed in 1.02s\n")
+        .say("Tests pass: the client runs in an executor job.")
+        .prompt("no, don't paper over it with executor jobs. always use the shared aiohttp session, never requests.")
+        .write("/home/r/ha/custom_components/verdant/api.py", "async def rain_delay(self): ...aiohttp...\n")
+        .edit("/home/r/ha/custom_components/verdant/coordinator.py", "await executor(...)", "await client.status()")
+        .bash("pytest", "8 passed in 1.00s\n")
+        .say("Rewritten on aiohttp; tests pass.")
+    )
+    (fix,) = fixes(t)
+    assert "api.py" in fix.title and "executor" not in fix.content, fix.content
+
+
+def test_a_rejected_fix_that_nothing_replaces_stays_the_lesson() -> None:
+    t = (
+        Transcript("s1", cwd="/home/r/ha")
+        .prompt("add a rain delay sensor")
+        .bash("pytest", BLOCKING_FAILS, code=1)
+        .edit("/home/r/ha/custom_components/verdant/coordinator.py", "self.client.status()", "await executor(...)")
+        .bash("pytest", "8 passed in 1.02s\n")
+        .say("Tests pass.")
+        .prompt("no, wait, first tell me what the sensor will be called")
+        .say("It will be sensor.verdant_rain_delay.")
+    )
+    (fix,) = fixes(t)
+    assert "coordinator.py" in fix.title
+
+
+def test_a_rejection_of_later_work_leaves_the_fix_before_it_alone() -> None:
+    t = (
+        Transcript("s1", cwd="/home/j/tomlq")
+        .prompt("quoted segments fail, fix it, and make hlint happy")
+        .bash("cabal test", "parses dotted keys with quoted segments [✘]\n1 example failed\n", code=1)
+        .edit("/home/j/tomlq/src/Tomlq/Query.hs", "some (satisfy isKeyChar)", "quoted <|> bare")
+        .bash("cabal test", "17 examples, 0 failures\n")
+        .bash("hlint src", "src/Tomlq/Render.hs:33:17-42: Warning: Use concatMap\n1 hint\n", code=1)
+        .edit("/home/j/tomlq/src/Tomlq/Eval.hs", "lookupPath", '{-# ANN lookupPath "HLint: ignore" #-}')
+        .prompt("no ANN pragmas please, a hint we disagree with goes in .hlint.yaml")
+        .edit("/home/j/tomlq/.hlint.yaml", "", "- ignore: {name: Use concatMap}")
+        .bash("hlint src && cabal test", "No hints\n17 examples, 0 failures\n")
+    )
+    assert any("Query.hs" in i.title for i in fixes(t))
