@@ -194,6 +194,30 @@ def _made_up(word: str) -> bool:
     return not (_PLACEHOLDER.fullmatch(word) or _CODE_LIKE.fullmatch(word) or _SNAKE.fullmatch(word))
 
 
+#: the sentence after one naming a password says its value: "the current value is X", "it's currently X"
+_VALUE_SAID = re.compile(
+    r"(?:the |its )?(?:current |old |new |actual |real )?value is |it'?s (?:currently |now )?|"
+    r"it is (?:currently |now )?|(?:currently|right now),? it'?s ",
+    re.I,
+)
+#: how far the sentence naming the password may run on before the one that says its value
+_NEXT_SENTENCE_REACH = 240
+
+
+def _value_in_next_sentence(text: str, end: int) -> tuple[int, int, str] | None:
+    """A made-up password the next sentence gives as the value of the password just named ("... db_password into
+    common.eyaml. the current value is Hollyhock-Tarn-2291")."""
+    stop = _SENTENCE_END.search(text, end, min(len(text), end + _NEXT_SENTENCE_REACH))
+    if stop is None or text[stop.start()] == "\n":
+        return None
+    said = _VALUE_SAID.match(text, stop.end())
+    word = _PROSE_WORD.match(text, said.end()) if said is not None else None
+    if word is None:
+        return None
+    value = word.group().rstrip(".:!?")
+    return (word.start(), word.start() + len(value), "password-in-prose") if _made_up(value) else None
+
+
 def _made_up_password(text: str, lowered: str, end: int) -> tuple[int, int, str] | None:
     """A made-up password (:func:`_made_up`) among the first words after a password word (``lowered``, ending at
     ``end``) in the same sentence: "(user claims, password Kettle-Otter-3311)", "the password is copper.lantern.73"."""
@@ -208,9 +232,9 @@ def _made_up_password(text: str, lowered: str, end: int) -> tuple[int, int, str]
         if _made_up(value):
             return word.start(), word.start() + len(value), "password-in-prose"
         if word.group().endswith((".", "!", "?")) and len(value) < len(word.group()):
-            return None  # the sentence ended
+            break  # the sentence ended
         pos = word.end()
-    return None
+    return _value_in_next_sentence(text, end)
 
 
 def _random_case(value: str) -> bool:

@@ -60,6 +60,9 @@ ORDINARY = [
     "commit " + hashlib.sha1(b"x").hexdigest() + " fixes the token refresh",
     'resolved "https://registry.yarnpkg.com/lodash/-/lodash-4.17.21.tgz#679591c564c3bffaae8454cf0b3df370c3d6911c"',
     f"request id {uuid.UUID(int=123456789)} took 40 ms",
+    # a sentence after one naming a password, whose value phrase names no made-up password
+    "the password field is validated on blur. the current value is shown in the input box",
+    "reset the api token from the admin page. it's currently broken on staging-2, see PR-4411",
     f"session_id: {uuid.UUID(int=987654321)}",
     "data:image/png;base64," + base64.b64encode(b"\x89PNG not a secret at all, just an image header").decode(),
     "AbstractSingletonProxyFactoryBeanConfigurationManagerImpl.getInstance()",
