@@ -91,6 +91,8 @@ DOCS_LINK_RULE = re.compile(
 UNDEFINED = re.compile(r"\bundefined: ([\w.]+)")
 GO_PANIC = re.compile(r"\bpanic: (.{3,80})")
 FAILED_TESTS = (
+    # ScalaTest's failed test (``[info] - should list a tenant's repairs *** FAILED ***``)
+    re.compile(r"^(?:\[info\])?[ \t]*- ([^\n]{3,160}?) \*\*\* FAILED \*\*\*", re.M),
     # Expecto's failed test, by its path of test list names (``[14:05:16 ERR] bookings/back-to-back ... failed in 00:``)
     re.compile(r"^\[\d\d:\d\d:\d\d ERR\] ([^\n]{3,160}?) (?:failed|errored) in \d\d:\d\d:", re.M),
     # Playwright's failed test, by its title path after its place (``✘  1 e2e/a.spec.ts:8:3 › export › exports ...
@@ -183,6 +185,7 @@ WRAPPER_EXCEPTIONS = frozenset(
         "ChildProcessError",
         "CommandFailedException",
         "BuildFailedException",
+        "TestsFailedException",
     }
 )
 #: what a wrapper prints when the tool it ran failed (make, dune, npm, yarn, just, go-task, composer, docker build):

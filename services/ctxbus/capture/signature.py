@@ -53,6 +53,7 @@ from ctxbus.capture.output_lines import clean, runs_on, said_next
 MAX_IDENTIFIERS = 6
 #: what a failed tool result starts with (``Error: Exit code 1``): a process's status, never the error's name
 _EXIT_CODE = re.compile(r"(?:Error: )?Exit code \d+")
+_LOG_LEVELS = frozenset({"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "SUCCESS", "NOTICE"})
 ERROR_LINES = 3
 HEADLINE_CHARS = 200
 #: a long error line keeps its tail too (:func:`_clip`)
@@ -117,6 +118,8 @@ def _add(found: dict[str, None], value: str) -> None:
     """``value`` (trimmed) into the identifiers found so far, in order, once (a dict: a membership test per
     identifier, not a scan of those found)."""
     value = value.strip().strip("'\"`:,")
+    if value.strip("[]").upper() in _LOG_LEVELS:
+        return  # sbt's ``[info]``, a logger's ``[WARN]``: how loud a line is, not what failed
     if value and value not in GENERIC and len(value) <= 160 and not _EXIT_CODE.fullmatch(value):
         found.setdefault(value, None)
 

@@ -648,3 +648,16 @@ def test_expectos_failed_test_is_named() -> None:
     sig = signature_of(out)
     assert sig.key == "bookings/back-to-back stays are allowed", sig.identifiers
     assert "BuildFailedException" not in sig.headline  # the build script's own line says least
+
+
+def test_sbts_log_level_prefixes_are_no_identifiers_and_its_tests_failed_exception_is_a_wrappers() -> None:
+    out = (
+        "[info] welcome to sbt 1.11.6 (Eclipse Adoptium Java 21.0.8)\n[info] compiling 1 Scala source ...\n"
+        "[info] RepairControllerSpec:\n[info] - should list a tenant's repairs *** FAILED ***\n"
+        "[info]   404 did not equal 200 (RepairControllerSpec.scala:41)\n"
+        "[error] Failed tests:\n[error] \tcontrollers.RepairControllerSpec\n"
+        "[error] (Test / test) sbt.TestsFailedException: Tests unsuccessful\n"
+    )
+    ids = signature_of(out).identifiers
+    assert not any(i.strip("[]").lower() in {"info", "error", "warn"} for i in ids), ids
+    assert signature_of(out).key != "TestsFailedException", ids

@@ -78,6 +78,10 @@ CHECKS = [
     ("dotnet cake --target=Lint", "cake lint", "lint"),
     ("./build.sh Compile", "build.sh compile", "build"),
     ("./build.cmd --target Test", "build.cmd test", "test"),
+    # meson's own test runner and build, clang-tidy
+    ("meson test -C build --setup=valgrind station", "meson test", "test"),
+    ("meson compile -C build", "meson compile", "build"),
+    ("clang-tidy -p build src/station.c", "clang-tidy", "lint"),
 ]
 NOT_CHECKS = [
     "git status",
@@ -117,6 +121,7 @@ NOT_CHECKS = [
     "./gradlew spotlessApply",
     "mage dev",
     "./build.sh -t Format",
+    "meson setup build",
     "./build.sh --target Clean",
     "",
 ]
