@@ -145,13 +145,14 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                     learned = _lessons(error, step.run.command, step.span, cwd, task)
                     lessons.extend(learned)
                     recent.append((error, learned))
+                    rejected = [(e, said) for e, said in rejected if e is not error]  # replaced
             # ``pint --test && pest``: a segment no list knows verifies what its own earlier runs opened
             lessons.extend(_repeated(ShellStep(step.run.command, step.span), open_errors, cwd, task, same_only=True))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
         _note_ran(step, open_errors)
     # a rejected fix that nothing replaced (the user asked something else) stays what the session learned
-    lessons.extend(lesson for error, said in rejected if error in open_errors for lesson in said)
+    lessons.extend(lesson for _, said in rejected for lesson in said)
     return lessons
 
 

@@ -279,3 +279,19 @@ def test_a_rejection_of_later_work_leaves_the_fix_before_it_alone() -> None:
         .bash("hlint src && cabal test", "No hints\n17 examples, 0 failures\n")
     )
     assert any("Query.hs" in i.title for i in fixes(t))
+
+
+def test_a_rejected_fix_whose_check_passes_again_with_nothing_changed_stays_the_lesson() -> None:
+    t = (
+        Transcript("s1", cwd="/home/r/ha")
+        .prompt("add a rain delay sensor")
+        .bash("pytest", BLOCKING_FAILS, code=1)
+        .edit("/home/r/ha/custom_components/verdant/coordinator.py", "self.client.status()", "await executor(...)")
+        .bash("pytest", "8 passed in 1.02s\n")
+        .say("Tests pass.")
+        .prompt("no wait, run the whole suite once more before I look")
+        .bash("pytest", "8 passed in 1.01s\n")
+        .say("Still green.")
+    )
+    (fix,) = fixes(t)
+    assert "coordinator.py" in fix.title
