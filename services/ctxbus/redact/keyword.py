@@ -220,7 +220,8 @@ def _value_in_next_sentence(text: str, end: int) -> tuple[int, int, str] | None:
 
 def _made_up_password(text: str, lowered: str, end: int) -> tuple[int, int, str] | None:
     """A made-up password (:func:`_made_up`) among the first words after a password word (``lowered``, ending at
-    ``end``) in the same sentence: "(user claims, password Kettle-Otter-3311)", "the password is copper.lantern.73"."""
+    ``end``) in the same sentence: "(user claims, password Kettle-Otter-3311)", "the password is copper.lantern.73";
+    else the one the next sentence gives as its value (:func:`_value_in_next_sentence`)."""
     if not _PASSWORD_WORD.search(lowered) or lowered.endswith("."):
         return None  # (``password.`` ends its sentence)
     pos = end
