@@ -149,7 +149,7 @@ HEADLINE = re.compile(
     # Flutter's announcement of what was thrown (the next line says what: ``signature._said_next``)
     r"The following .{3,80} was thrown\b.*:|"
     # a formatter's check naming what it would change (fantomas, prettier, dotnet format, ...)
-    r".*\b(?:aren't|are not|isn't|is not|not) (?:properly )?formatted\b.*|"
+    r".*\b(?:aren't|isn't|not) (?:properly )?formatted\b.*|"
     # a JavaScript runtime error's message, wherever a tool or a page printed it
     r".*\b(?:is not a function|is not a constructor|is not defined|"
     r"Cannot read propert(?:y|ies) of (?:undefined|null))\b.*)$",
@@ -165,10 +165,13 @@ GENERIC = frozenset(
     {"Error", "Exception", "error", "AssertionError", "Failure", "RuntimeError", "SystemExit", "Failure/Error"}
     # jest's heading of a suite that did not run: the line after it says why
     | {"Test suite failed to run"}
-    # log levels and verdict words that tools print in brackets (Maven's ``[INFO]``, ``[ERROR]``)
-    | {"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "FAILURE", "FAILED", "SUCCESS", "BUILD", "Info"}
+    # verdict words that tools print in brackets (Maven's ``[FAILURE]``); log levels are ``LOG_LEVELS``
+    | {"FAILURE", "FAILED", "BUILD"}
     | {"PASSED", "PASS", "OK", "SKIPPED", "IGNORED"}
 )
+#: log levels, in any case and with or without brackets (Maven's ``[INFO]``, sbt's ``[info]``, a logger's ``WARN``):
+#: how loud a line is, never what failed
+LOG_LEVELS = frozenset({"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "SUCCESS", "NOTICE"})
 #: exceptions a build tool or process runner raises when the tool it ran failed (Nuke, Gradle, Maven, Ant, execa,
 #: Python's subprocess, Node's child_process): they say that, not what, failed, so they join no two errors
 WRAPPER_EXCEPTIONS = frozenset(

@@ -196,11 +196,11 @@ def _reopen(
         rejected.append((error, said))
 
 
-def _fixed_part(error: _Open | None, sig: Signature, output: str) -> _Open | None:
+def _fixed_part(error: _Open, sig: Signature, output: str) -> _Open | None:
     """The part of a compiler's or linter's error a rerun no longer shows after edits (``TS2305`` gone, ``TS2307``
     left): fixed by those edits, a lesson of its own; None when the rerun shows all of it, nothing was edited, or the
     check is a test run (a test's failures change with each attempt)."""
-    if error is None or error.kind == TEST or not error.edits or error.resolved:
+    if error.kind == TEST or not error.edits or error.resolved:
         return None
     gone = [i for i in error.signature.identifiers if i not in sig.identifiers and i not in output]
     if not gone or len(gone) == len(error.signature.identifiers) or set(gone) <= WRAPPER_EXCEPTIONS:

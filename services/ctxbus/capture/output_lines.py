@@ -44,7 +44,8 @@ def said_next(text: str, start: int, line: str) -> str:
     """A line that only announces an error, with the line after it (``error during build: src/a.ts (1:10): ...``)."""
     if not _ANNOUNCES.match(line):
         return line
-    rest = text[start:].split("\n", 4)[1:4]  # the first of the next three lines that says something
+    # the first of the next three lines that says something (lines are clipped by ``clean``: a bounded read)
+    rest = text[start : start + 4 * (LINE_CHARS + 1)].split("\n", 4)[1:4]
     following = next((line.strip() for line in rest if line.strip()), "")
     return f"{line} {' '.join(following.split())}" if following else line
 

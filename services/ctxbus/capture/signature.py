@@ -26,6 +26,7 @@ from ctxbus.capture.error_patterns import (
     LINT_RULE,
     LINTER,
     LOCATED,
+    LOG_LEVELS,
     MORE_CODES,
     MORE_RULE_IDS,
     MYPY_CODE,
@@ -53,7 +54,6 @@ from ctxbus.capture.output_lines import clean, runs_on, said_next
 MAX_IDENTIFIERS = 6
 #: what a failed tool result starts with (``Error: Exit code 1``): a process's status, never the error's name
 _EXIT_CODE = re.compile(r"(?:Error: )?Exit code \d+")
-_LOG_LEVELS = frozenset({"INFO", "ERROR", "WARN", "WARNING", "DEBUG", "TRACE", "FATAL", "SUCCESS", "NOTICE"})
 ERROR_LINES = 3
 HEADLINE_CHARS = 200
 #: a long error line keeps its tail too (:func:`_clip`)
@@ -118,9 +118,9 @@ def _add(found: dict[str, None], value: str) -> None:
     """``value`` (trimmed) into the identifiers found so far, in order, once (a dict: a membership test per
     identifier, not a scan of those found)."""
     value = value.strip().strip("'\"`:,")
-    if value.strip("[]").upper() in _LOG_LEVELS:
-        return  # sbt's ``[info]``, a logger's ``[WARN]``: how loud a line is, not what failed
-    if value and value not in GENERIC and len(value) <= 160 and not _EXIT_CODE.fullmatch(value):
+    if not value or len(value) > 160 or value in GENERIC or value.strip("[]").upper() in LOG_LEVELS:
+        return  # nothing, a whole line, a generic name, or a log level (sbt's ``[info]``): none says what failed
+    if not _EXIT_CODE.fullmatch(value):
         found.setdefault(value, None)
 
 
@@ -171,7 +171,7 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
         for match in pattern.finditer(text):
             _add(found, match.group(1))
     # pytest's summary line names a failed test with its message (``tests/a.py::test_x - assert False``): the same test
-    found = {i: None for i in found if i.split(" - ", 1)[0] == i or i.split(" - ", 1)[0] not in found}
+    found = {i: None for i in found if (test := i.partition(" - ")[0]) == i or test not in found}
     # a wrapper's own exception (FAKE's ``BuildFailedException``) says less than what the tool it ran said
     found = {i: None for i in sorted(found, key=lambda i: i in WRAPPER_EXCEPTIONS)}
     # a failed subtest names its parent too (go's ``TestSuite`` and ``TestSuite/TestCase``): the path says which

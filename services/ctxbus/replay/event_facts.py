@@ -32,14 +32,14 @@ def _global_items(payload: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(i["id"] for i in payload.get("items") or () if i.get("project") == GLOBAL_PROJECT)
 
 
+def _head(env: Mapping[str, Any], schema_id: int) -> tuple[str, str, str, str, int, int]:
+    """The fields every fact starts with: the envelope's ids, project and time, and the record's schema id."""
+    return env["event_id"], env["correlation_id"], env["session_id"], env["project"], env["emitted_at"], schema_id
+
+
 def requested_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> RequestedFact:
     return RequestedFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
+        *_head(env, schema_id),
         p["agent_name"],
         _get(p, "agent_role", "implementer"),
         p["trigger"],
@@ -54,12 +54,7 @@ def requested_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int)
 def completed_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> CompletedFact:
     req = p.get("request") or {}
     return CompletedFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
+        *_head(env, schema_id),
         p["request_emitted_at"],
         req.get("agent_name", ""),
         _get(req, "agent_role", "implementer"),
@@ -79,12 +74,7 @@ def completed_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int)
 
 def injected_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> InjectedFact:
     return InjectedFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
+        *_head(env, schema_id),
         p.get("request_emitted_at"),
         p["agent_name"],
         _get(p, "agent_role", "implementer"),
@@ -106,12 +96,7 @@ def injected_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) 
 
 def outcome_fact(env: Mapping[str, Any], p: Mapping[str, Any], schema_id: int) -> OutcomeFact:
     return OutcomeFact(
-        env["event_id"],
-        env["correlation_id"],
-        env["session_id"],
-        env["project"],
-        env["emitted_at"],
-        schema_id,
+        *_head(env, schema_id),
         _get(p, "scope", "session"),
         p.get("task_id"),
         _get(p, "outcome", "unknown"),

@@ -250,14 +250,21 @@ def test_a_fix_the_user_rejects_right_after_is_replaced_by_the_fix_that_follows(
     assert "api.py" in fix.title and "executor" not in fix.content, fix.content
 
 
-def test_a_rejected_fix_that_nothing_replaces_stays_the_lesson() -> None:
-    t = (
+def executor_fix() -> Transcript:
+    """A failing test fixed by running the blocking client in an executor job, verified: what the user rejects."""
+    return (
         Transcript("s1", cwd="/home/r/ha")
         .prompt("add a rain delay sensor")
         .bash("pytest", BLOCKING_FAILS, code=1)
         .edit("/home/r/ha/custom_components/verdant/coordinator.py", "self.client.status()", "await executor(...)")
         .bash("pytest", "8 passed in 1.02s\n")
         .say("Tests pass.")
+    )
+
+
+def test_a_rejected_fix_that_nothing_replaces_stays_the_lesson() -> None:
+    t = (
+        executor_fix()
         .prompt("no, wait, first tell me what the sensor will be called")
         .say("It will be sensor.verdant_rain_delay.")
     )
@@ -283,12 +290,7 @@ def test_a_rejection_of_later_work_leaves_the_fix_before_it_alone() -> None:
 
 def test_a_rejected_fix_whose_check_passes_again_with_nothing_changed_stays_the_lesson() -> None:
     t = (
-        Transcript("s1", cwd="/home/r/ha")
-        .prompt("add a rain delay sensor")
-        .bash("pytest", BLOCKING_FAILS, code=1)
-        .edit("/home/r/ha/custom_components/verdant/coordinator.py", "self.client.status()", "await executor(...)")
-        .bash("pytest", "8 passed in 1.02s\n")
-        .say("Tests pass.")
+        executor_fix()
         .prompt("no wait, run the whole suite once more before I look")
         .bash("pytest", "8 passed in 1.01s\n")
         .say("Still green.")
