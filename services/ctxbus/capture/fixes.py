@@ -104,13 +104,19 @@ _SEVERITY_AT = re.compile(r"^\S+:\d+(?::\d+)?:\s*(?:error|warning)\b:?\s+\S", re
 REPEATED = "repeated"
 
 
-def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
-    """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
-    its check that failed on something else, and that check passed in the end)."""
+def session_task(steps: Sequence[Step]) -> str:
+    """The session's task as its lessons quote it: its first worded prompt (else the task a resumed session's summary
+    names, else its first prompt), whitespace folded, at most TASK_CONTEXT_CHARS."""
     prompts = [s.text for s in steps if isinstance(s, PromptStep) and remembered(s.text) is None]
     worded = [p for p in prompts if not bare_go_on(p)]
     said = worded[0] if worded else resumed_task_of(steps) or (prompts[0] if prompts else "")
-    task = " ".join(said.split())[:TASK_CONTEXT_CHARS]
+    return " ".join(said.split())[:TASK_CONTEXT_CHARS]
+
+
+def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
+    """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
+    its check that failed on something else, and that check passed in the end)."""
+    task = session_task(steps)
     open_errors: list[_Open] = []
     lessons: list[Lesson] = []
     #: the errors just fixed (nothing edited or failed since, the user has not spoken), with their lessons; and fixes

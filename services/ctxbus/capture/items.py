@@ -160,6 +160,8 @@ def item_of(
             title, content = fact.quote[:TITLE_CHARS], f'The user said: "{fact.quote}"'
             if fact.after:
                 content += f" (after {fact.after})"
+            if fact.task:
+                content += f" (While: {fact.task})"
             kind = MemoryKind.WARNING if fact.negative else MemoryKind.PRINCIPLE
             confidence = CORRECTION_CONFIDENCE
             tags = (CAPTURED_TAG, "correction")

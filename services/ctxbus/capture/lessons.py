@@ -56,6 +56,8 @@ class Said:
     negative: bool
     #: what the assistant had just done (a command, the files it edited): the situation the rule was said in
     after: str = ""
+    #: the session's task (a correction's): the kind of work the rule was given for, so similar work finds it
+    task: str = ""
 
 
 @dataclass(frozen=True, slots=True)

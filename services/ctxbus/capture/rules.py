@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ctxbus.capture.checks import check_key, repeated_keys
 from ctxbus.capture.edits import bare_command, basename, relative
-from ctxbus.capture.fixes import MAX_FILES, failure_fixes
+from ctxbus.capture.fixes import MAX_FILES, failure_fixes, session_task
 from ctxbus.capture.lessons import Episode, Lesson, RuleName, Said
 from ctxbus.capture.prompts import bare_go_on, remembered, rule_in
 from ctxbus.capture.signature import signature_of
@@ -257,6 +257,7 @@ def _situation(before: Sequence[Step], cwd: str | None) -> str:
 def said(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
     """``remember:`` prompts and corrections stating a standing rule after an assistant turn."""
     lessons: list[Lesson] = []
+    task = session_task(steps)
     for index, step in enumerate(steps):
         if not isinstance(step, PromptStep):
             continue
@@ -268,7 +269,11 @@ def said(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]:
             rule = rule_in(step.text)
             if rule is not None:
                 said_after = _situation(steps[:index], cwd)
-                lessons.append(Lesson(RuleName.CORRECTION, step.span, Said(rule.quote, rule.negative, said_after)))
+                # the work it was said for (not when the correction is the only words there are: a resumed session)
+                said_for = "" if task == " ".join(step.text.split())[: len(task)] else task
+                lessons.append(
+                    Lesson(RuleName.CORRECTION, step.span, Said(rule.quote, rule.negative, said_after, said_for))
+                )
     return lessons
 
 

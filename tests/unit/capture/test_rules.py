@@ -105,6 +105,33 @@ def test_a_correction_after_an_assistant_turn_quotes_the_user() -> None:
     assert rule.kind is MemoryKind.PRINCIPLE and "pnpm" in rule.content and rule.content.startswith("The user said")
 
 
+def test_a_correction_names_the_task_it_was_said_in() -> None:
+    """A rule is given for a kind of work: the item says which (a later prompt about similar work finds it)."""
+    t = (
+        Transcript()
+        .prompt("add a reference column to bookings with a migration")
+        .edit("Sources/App/configure.swift", "app.migrations.add(CreateBooking())", "app.autoMigrate()")
+        .say("Added the migration and auto-migrate on boot.")
+        .prompt("no, never call autoMigrate in configure.swift; prod migrates in the deploy job")
+    )
+    (rule,) = [i for i in capture(t) if i.provenance and i.provenance.rule == "correction"]
+    assert rule.content.startswith('The user said: "no, never call autoMigrate')
+    assert rule.content.endswith("(While: add a reference column to bookings with a migration)")
+    assert rule.title.startswith("no, never call autoMigrate")  # the title stays the user's words
+
+
+def test_a_correction_in_a_resumed_session_does_not_repeat_itself_as_its_task() -> None:
+    t = Transcript().say("Pushed to main.").prompt("Never push straight to main, open a PR.")
+    (rule,) = [i for i in capture(t) if i.provenance and i.provenance.rule == "correction"]
+    assert "While:" not in rule.content
+
+
+def test_a_remembered_text_is_stored_as_said_without_its_task() -> None:
+    t = Transcript().prompt("wire the mailer").say("Done.").prompt("remember: staging mail goes to mailpit on :8025")
+    (item,) = [i for i in capture(t) if i.provenance and i.provenance.rule == "remember"]
+    assert item.content == "staging mail goes to mailpit on :8025"
+
+
 def test_a_never_rule_is_a_warning_and_descriptions_are_not_rules() -> None:
     t = Transcript().prompt("deploy it").say("Pushed to main.").prompt("Never push straight to main, open a PR.")
     (warning,) = [i for i in capture(t) if i.provenance and i.provenance.rule == "correction"]
