@@ -147,7 +147,7 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
                 continue  # it changed files; a later run of the check says whether that fixed anything
             for error in _closing(open_errors, step):
                 open_errors.remove(error)
-                if _fixed(error, step.run.command):
+                if _fixed(error, step):
                     learned = _lessons(error, step.run.command, step.span, cwd, task)
                     lessons.extend(learned)
                     recent.append((error, learned))
@@ -273,11 +273,11 @@ def _rewrote(step: Step) -> str | None:
     return None
 
 
-def _fixed(error: _Open, command: str) -> bool:
-    """Whether a pass of ``command`` fixed ``error``: files changed since it failed, by the change itself."""
+def _fixed(error: _Open, step: RunStep) -> bool:
+    """Whether a pass of ``step`` fixed ``error``: files changed since it failed, by the change itself."""
     if error.rewrites and not error.edits:
         return True
-    return bool(error.edits) and not _passed_by_running_it_otherwise(error, command)
+    return bool(error.edits) and not _passed_by_running_it_otherwise(error, step)
 
 
 def _lessons(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> list[Lesson]:
@@ -338,10 +338,13 @@ def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: s
     return Lesson(RuleName.FAILURE_FIX, Span(error.span.start, span.end), fix)
 
 
-def _passed_by_running_it_otherwise(error: _Open, command: str) -> bool:
+def _passed_by_running_it_otherwise(error: _Open, step: RunStep) -> bool:
     """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
-    error named none of the files edited meanwhile: the command changed, not the code."""
-    if programs_of(error.command) & programs_of(command):  # ``make check`` failed; ``x && make check`` passed
+    error named none of the files edited meanwhile: the command changed, not the code. A script runs the programs
+    it echoes (``npm test``: ``> vitest run``), passing or failing."""
+    failed = {*programs_of(error.command), *programs_of(inner_step(error.command, error.output) or "")}
+    passed = programs_of(step.run.command).union(*(programs_of(e) for e in step.echoed))
+    if failed & passed:  # ``make check`` failed; ``x && make check`` passed
         return False
     sig = error.signature
     said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ctxbus.capture.checks import checks_in
+from ctxbus.capture.checks import checks_in, programs_of
 from ctxbus.capture.error_patterns import WRAPPER_FAILED
 from ctxbus.core.check_commands import check_of_command
 
@@ -22,6 +22,8 @@ from ctxbus.core.check_commands import check_of_command
 _ECHO = re.compile(r"^(?:> |\$ |\+ |Task \S+ )?(?P<command>\S.{0,238})$")
 #: echoed lines are short; output longer than this is read from its start up to here
 READ_CHARS = 100_000
+#: programs that run a project's scripts and echo each command they run (whose passing output is read for them)
+SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "make", "gmake", "just", "composer", "deno", "task", "mage"})
 
 
 def _echoed_check(line: str, wrapper: str) -> str | None:
@@ -53,3 +55,18 @@ def inner_step(command: str, output: str) -> str | None:
     if found is None or (check_of_command(found) == main and found.split()[0] == wrapper.split()[0]):
         return None
     return found
+
+
+def echoed_checks(command: str, output: str) -> tuple[str, ...]:
+    """Every check command a script runner's (passing) ``output`` echoes (``npm test`` -> ``vitest run``): what
+    the run also ran, so its pass is a run of those tools too. Empty for a command that runs no script runner."""
+    if not output or not programs_of(command) & SCRIPT_RUNNERS:
+        return ()
+    wrapper = " ".join(command.split())
+    main = check_of_command(command)
+    found: dict[str, None] = {}
+    for line in output[:READ_CHARS].splitlines():
+        echoed = _echoed_check(line, wrapper) if len(line) < 240 else None
+        if echoed is not None and not (check_of_command(echoed) == main and echoed.split()[0] == wrapper.split()[0]):
+            found.setdefault(echoed)
+    return tuple(found)

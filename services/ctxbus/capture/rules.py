@@ -116,9 +116,9 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
             found.append(step.run)
             if step.run.verdict is Verdict.PASSED:  # ``ruff check && mypy`` passing passed both checks
                 main = check_key(step.run.check)
-                found.extend(
+                found.extend(  # and ``npm test`` echoing ``> vitest run`` passed vitest
                     replace(step.run, key=f"{step.run.key}:{key}", check=Check(*key.rsplit(":", 1)))
-                    for key in step.all_families
+                    for key in dict.fromkeys((*step.all_families, *step.echoed_families))
                     if key != main
                 )
         elif isinstance(step, AnswerStep):

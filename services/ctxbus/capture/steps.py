@@ -23,6 +23,7 @@ from ctxbus.capture.checks import (
     piped_failure,
     piped_into_filter,
 )
+from ctxbus.capture.inner_step import echoed_checks
 from ctxbus.core.check_output import exit_code_in, read_result
 from ctxbus.core.hook_evidence import tool_evidence
 from ctxbus.core.outcome_rules import CheckRun, Verdict
@@ -71,6 +72,13 @@ class RunStep:
     #: every check the command line runs, as ``family:kind`` (``ruff check && mypy``: both; ``gradle`` runs tests,
     #: lint and builds under one family, told apart by kind)
     families: tuple[str, ...] = ()
+    #: the check commands a passing script runner echoed (``npm test``: ``> vitest run``): it ran those tools too,
+    #: so it is a pass of their checks for the session's outcome, and a fix it verifies is no other program passing
+    echoed: tuple[str, ...] = ()
+
+    @property
+    def echoed_families(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(check_key(c) for e in self.echoed for c in checks_in(e)))
 
     @property
     def all_families(self) -> tuple[str, ...]:
@@ -102,7 +110,8 @@ def run_step(
             verdict, rule, detail = Verdict.FAILED, "piped_error_lines", said[0]
     run = CheckRun(key, check, " ".join(command.split())[:COMMAND_CHARS], verdict, rule, detail)
     families = tuple(check_key(c) for c in checks_in(command))
-    return RunStep(run, output[-OUTPUT_CHARS:], span, families)
+    echoed = echoed_checks(command, output) if verdict is Verdict.PASSED else ()
+    return RunStep(run, output[-OUTPUT_CHARS:], span, families, echoed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ctxbus.memory.model import MemoryItem
 
+from .test_fixes import NPM_TEST_PASSES, VITEST_COMPONENTS_FAIL, component_fix
 from .transcript_builder import PYTEST_FAIL, PYTEST_PASS, Transcript, capture, of_rule
 
 
@@ -85,3 +86,11 @@ def test_forget_it_ill_fix_it_myself_still_gives_the_work_up() -> None:
     assert _gave_up(PromptStep("forget it, revert that, I'll fix it myself tomorrow", True))
     assert _gave_up(PromptStep("leave it, revert the change", True))
     assert not _gave_up(PromptStep("no, revert that. run the autocorrect and fix the rest by hand", True))
+
+
+def test_a_session_whose_narrow_test_run_failed_and_whose_test_script_then_ran_that_tool_green_succeeded() -> None:
+    """``npx vitest run src/components`` failed; ``npm test`` (its output echoes ``> vitest run``) passed after the
+    fix: vitest's last run passed, so the session is no failure."""
+    t = component_fix(("npx vitest run src/components", VITEST_COMPONENTS_FAIL), ("npm test", NPM_TEST_PASSES))
+    (episode,) = episodes(t)
+    assert "ShiftCard" in episode.title and "vitest.config.ts" in episode.content

@@ -297,3 +297,51 @@ def test_a_rejected_fix_whose_check_passes_again_with_nothing_changed_stays_the_
     )
     (fix,) = fixes(t)
     assert "coordinator.py" in fix.title
+
+
+VITEST_COMPONENTS_FAIL = (
+    " RUN  v3.0.5 /home/dev/shifts\n\n ❯ src/components/ShiftCard.test.tsx (3 tests | 3 failed) 24ms\n"
+    "   × <ShiftCard> > shows the spots left 13ms\n"
+    "     → Client-only API called on the server side. Run client-only code in onMount\n\n"
+    " Test Files  1 failed (1)\n      Tests  3 failed (3)\n"
+)
+NPM_TEST_PASSES = (
+    "\n> shifts@0.3.0 test\n> vitest run\n\n RUN  v3.0.5 /home/dev/shifts\n\n"
+    " ✓ src/components/ShiftCard.test.tsx (3 tests) 41ms\n ✓ src/server/repo.test.ts (4 tests) 171ms\n\n"
+    " Test Files  2 passed (2)\n      Tests  7 passed (7)\n"
+)
+NPM_TEST_FAILS = (
+    "\n> shifts@0.3.0 test\n> vitest run\n\n" + VITEST_COMPONENTS_FAIL.split("\n\n", 1)[1] + "npm ERR! code 1\n"
+)
+VITEST_PASSES = " RUN  v3.0.5 /home/dev/shifts\n\n ✓ src/components/ShiftCard.test.tsx (3 tests) 41ms\n"
+
+
+def component_fix(failing: tuple[str, str], passing: tuple[str, str]) -> Transcript:
+    return (
+        Transcript("s1", cwd="/home/dev/shifts")
+        .prompt("add a ShiftCard component with a test")
+        .bash(failing[0], failing[1], code=1)
+        .edit("/home/dev/shifts/vitest.config.ts", "resolve: {", "resolve: {\n    conditions: ['browser'],")
+        .bash(*passing)
+        .say("The component tests pass: vitest now resolves solid-js's browser build.")
+    )
+
+
+def test_a_script_that_runs_the_failing_tool_verifies_its_fix() -> None:
+    """``npm test`` echoes ``> vitest run``: its pass is a (wider) run of the vitest that failed, not another program
+    passing where the code did not change."""
+    t = component_fix(("npx vitest run src/components", VITEST_COMPONENTS_FAIL), ("npm test", NPM_TEST_PASSES))
+    (fix,) = fixes(t)
+    assert "<ShiftCard> > shows the spots left" in fix.content and "vitest.config.ts" in fix.content
+    assert "`npm test` passed" in fix.content
+
+
+def test_the_tool_a_failing_script_ran_passing_on_its_own_verifies_the_fix() -> None:
+    (fix,) = fixes(component_fix(("npm test", NPM_TEST_FAILS), ("npx vitest run src/components", VITEST_PASSES)))
+    assert "<ShiftCard> > shows the spots left" in fix.content and "vitest.config.ts" in fix.content
+
+
+def test_a_script_that_echoes_another_tool_still_passes_by_running_it_otherwise() -> None:
+    jest_passes = NPM_TEST_PASSES.replace("> vitest run", "> jest")
+    t = component_fix(("npx vitest run src/components", VITEST_COMPONENTS_FAIL), ("npm test", jest_passes))
+    assert fixes(t) == []
