@@ -110,6 +110,31 @@ def _line_start(match: re.Match[str] | None, text: str) -> int:
     return -1 if match is None else text.rfind("\n", 0, match.start()) + 1
 
 
+#: a runner's closing tally, one count a line (Playwright: ``1 failed``, the failed tests listed, ``1 flaky``, then
+#: ``3 passed (14.9s)``): a failed count in it fails the run, whichever count comes last
+_TALLY_FAILED = re.compile(r"[^\S\n]*+[1-9]\d* (?:failing|failed)[^\S\n]*$")
+_TALLY_PASSED = re.compile(r"[^\S\n]*+\d+ (?:passing|passed)\b")
+#: lines a tally's failed list may take between its failed and its passed count
+TALLY_LINES = 40
+
+
+def _one_tally(failure: re.Match[str], passed: re.Match[str] | None, text: str) -> bool:
+    """Whether the failure line and the later pass line are counts of one closing tally."""
+    if passed is None:
+        return False
+    start, end = _line_start(failure, text), _line_start(passed, text)
+    return (
+        _TALLY_FAILED.fullmatch(_raw_line(text, start)) is not None
+        and _TALLY_PASSED.match(_raw_line(text, end)) is not None
+        and text.count("\n", start, end) <= TALLY_LINES
+    )
+
+
+def _raw_line(text: str, start: int) -> str:
+    end = text.find("\n", start)
+    return text[start : end if end >= 0 else len(text)]
+
+
 def read_result(
     output: str, *, exit_code: int | None, interrupted: bool = False, tool_error: bool = False
 ) -> tuple[Verdict, str, str]:
@@ -126,7 +151,9 @@ def read_result(
     if tool_error and exit_code is None:
         return Verdict.NONE, "check_not_run", "the tool reported an error before running the command"
     failure, passed = _last(_FAILURE_LINES, text), _last(_PASS_LINES, text)
-    if failure is not None and _line_start(failure, text) >= _line_start(passed, text):
+    if failure is not None and (
+        _line_start(failure, text) >= _line_start(passed, text) or _one_tally(failure, passed, text)
+    ):
         return Verdict.FAILED, "failure_summary", _line(failure, text)
     if exit_code:
         if exit_code in {126, 127} or (passed is None and _NOT_RUN.search(text)):

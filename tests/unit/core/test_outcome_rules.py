@@ -245,6 +245,32 @@ def test_the_summary_line_is_the_detail() -> None:
     assert read_result(PYTEST_FAIL, exit_code=1)[2] == "1 failed, 4 passed in 0.21s"
 
 
+PLAYWRIGHT_TALLY = (
+    "Running 2 tests using 1 worker\n\n"
+    "  \u2718  1 [chromium] \u203a e2e/signup.spec.ts:21:1 \u203a volunteer can sign up (2.4s)\n"
+    "  \u2713  2 [chromium] \u203a e2e/shifts.spec.ts:4:1 \u203a lists shifts (1.1s)\n\n"
+    "  1) [chromium] \u203a e2e/signup.spec.ts:21:1 \u203a volunteer can sign up\n\n"
+    "    Error: locator.click: Error: strict mode violation\n\n"
+    "  1 failed\n    [chromium] \u203a e2e/signup.spec.ts:21:1 \u203a volunteer can sign up \u2500\u2500\u2500\n"
+    "  1 flaky\n    [chromium] \u203a e2e/cancel.spec.ts:3:1 \u203a cancels \u2500\u2500\u2500\n"
+    "  1 passed (14.9s)\n"
+)
+
+
+def test_a_playwright_tally_that_lists_failed_tests_before_the_passed_count_is_a_failure() -> None:
+    """Playwright ends on ``N passed`` after ``N failed`` and its list: one tally, and it failed (piped through
+    ``tail``, the exit code says nothing)."""
+    assert read_result(PLAYWRIGHT_TALLY, exit_code=0)[:2] == (Verdict.FAILED, "failure_summary")
+    passing = PLAYWRIGHT_TALLY.split("  1 failed", maxsplit=1)[0] + "  2 passed (9.1s)\n"
+    assert read_result(passing, exit_code=0)[:2] == (Verdict.PASSED, "pass_summary")
+
+
+def test_a_run_that_passes_after_an_earlier_failing_run_in_the_same_output_passed() -> None:
+    earlier = "  1 failing\n\n  1) api\n     Error: boom\n"
+    rerun = "\n".join(f"  ok {i} - case {i}" for i in range(80)) + "\n\n  81 passing (2s)\n"
+    assert read_result(earlier + rerun, exit_code=0)[:2] == (Verdict.PASSED, "pass_summary")
+
+
 @pytest.mark.parametrize(
     ("rule", "prompt", "outcome"), [(rule, *case) for rule, cases in FEEDBACK_CASES.items() for case in cases]
 )
