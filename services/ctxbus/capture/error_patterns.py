@@ -197,5 +197,9 @@ WRAPPER_FAILED = re.compile(
     r"\s*(?:g?make(?:\[\d+\])?: \*\*\*|Error: Command exited with code \d+|npm ERR!|npm error|"
     r"error Command failed with exit code|ERROR: (?:failed to solve: )?process \".*\" did not complete successfully|"
     r".*\bELIFECYCLE\b|Tests? Failed\. Exit: \d+|error: Recipe `|task: Failed to run task|"
-    r"Script .* handling the .* event returned with error code)"
+    r"Script .* handling the .* event returned with error code|"
+    # bazel: an action's banner (the tool's own words follow it), and its closing lines
+    r"ERROR: \S+:\d+:\d+: [^\n]{0,200}? failed: \(Exit \d+\)|ERROR: Build did NOT complete successfully|"
+    r"Target \S+ failed to build|ERROR: Analysis of target \S+ failed; build aborted|"
+    r"Use --(?:verbose_failures|sandbox_debug) to see )"
 )

@@ -80,6 +80,8 @@ SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
     ("cargo", "clippy"): ("cargo clippy", LINT),
     ("dotnet", "test"): ("dotnet test", TEST),
     ("meson", "test"): ("meson test", TEST),
+    ("bazel", "test"): ("bazel test", TEST),
+    ("bazel", "build"): ("bazel build", BUILD),
     ("meson", "compile"): ("meson compile", BUILD),
     ("dotnet", "build"): ("dotnet build", BUILD),
     ("swift", "test"): ("swift test", TEST),
@@ -150,4 +152,6 @@ GRADLE_TASKS = (
     ("detekt", LINT),
 )
 #: tools whose test command compiles the code first: a passing test run shows the build passes too
-COMPILING_TOOLCHAINS = {"cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle"}
+COMPILING_TOOLCHAINS = {
+    *("cargo", "go", "dotnet", "swift", "mix", "stack", "cabal", "dune", "zig", "maven", "gradle", "bazel"),
+}

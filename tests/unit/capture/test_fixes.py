@@ -345,3 +345,43 @@ def test_a_script_that_echoes_another_tool_still_passes_by_running_it_otherwise(
     jest_passes = NPM_TEST_PASSES.replace("> vitest run", "> jest")
     t = component_fix(("npx vitest run src/components", VITEST_COMPONENTS_FAIL), ("npm test", jest_passes))
     assert fixes(t) == []
+
+
+BAZEL_FAILS = (
+    "INFO: Analyzed 23 targets (2 packages loaded, 31 targets configured).\n"
+    "ERROR: /home/oona/depot/svc/statement/BUILD.bazel:3:11: GoCompilePkg svc/statement/statement.a failed: (Exit 1): "
+    "builder failed: error executing GoCompilePkg command (from go_library rule target //svc/statement:statement)\n\n"
+    "Use --sandbox_debug to see verbose messages from the sandbox and retain the sandbox build root for debugging\n"
+    "compilepkg: missing strict dependencies:\n"
+    '\t/sandbox/execroot/_main/svc/statement/statement.go: import of "github.com/google/uuid"\n'
+    "Target //svc/cmd:rentcalc failed to build\n"
+    "Use --verbose_failures to see the command lines of failed build steps.\n"
+    "ERROR: Build did NOT complete successfully\n"
+)
+
+
+BAZEL_NO_REPO = (
+    "ERROR: /home/oona/depot/svc/statement/BUILD.bazel:3:11: no such package '@@[unknown repo "
+    "'com_github_google_uuid' requested from @@]//': No repository visible as '@com_github_google_uuid' from main "
+    "repository\nERROR: Analysis of target '//svc/statement:statement' failed; build aborted: Analysis failed\n"
+    "ERROR: Build did NOT complete successfully\n"
+)
+USE_REPO = 'use_repo(go_deps, "com_github_google_uuid", "com_github_stretchr_testify")'
+
+
+def test_a_bazel_build_error_is_the_tools_words_not_the_actions_banner() -> None:
+    t = (
+        Transcript("s1", cwd="/home/oona/depot")
+        .prompt("give every statement a uuid v7")
+        .edit("/home/oona/depot/svc/statement/statement.go", "ID string", "ID uuid.UUID")
+        .bash("bazel build //svc/...", BAZEL_FAILS, code=1)
+        .bash("bazel run //:gazelle", "INFO: Build completed successfully, 1 total action")
+        .bash("bazel build //svc/...", BAZEL_NO_REPO, code=1)
+        .edit("/home/oona/depot/MODULE.bazel", 'use_repo(go_deps, "com_github_stretchr_testify")', USE_REPO)
+        .bash("bazel build //svc/...", "INFO: Build completed successfully, 14 total actions")
+        .say("Gazelle added the uuid dependency to the BUILD file and MODULE.bazel imports its repo; the build passes.")
+    )
+    deps, repo = sorted(fixes(t), key=lambda i: "No repository visible" in i.title)
+    assert "missing strict dependencies" in deps.title and "`bazel run //:gazelle`" in deps.content
+    assert "GoCompilePkg" not in deps.title and "verbose_failures" not in deps.content
+    assert "MODULE.bazel" in repo.content and "Build did NOT complete" not in repo.content

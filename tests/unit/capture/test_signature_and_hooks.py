@@ -84,10 +84,10 @@ def test_output_of_no_known_shape_is_stated_by_its_lines_that_say_what_failed() 
 def test_hook_inputs_of_a_command_no_list_knows_give_its_fix_by_repetition() -> None:
     failing = "FAIL: //server:handler_test\nserver/handler_test.cc:41: Failure\n"
     inputs = [
-        hook("PostToolUseFailure", "Bash", {"command": "bazel test //server:all"})
+        hook("PostToolUseFailure", "Bash", {"command": "buck2 test //server:all"})
         | {"error": f"Exit code 3\n{failing}"},
         hook("PostToolUse", "Edit", {"file_path": "/w/server/handler.cc", "old_string": "a", "new_string": "a\nb()"}),
-        hook("PostToolUse", "Bash", {"command": "bazel test //server:all"}, {"stdout": "PASSED", "stderr": ""}),
+        hook("PostToolUse", "Bash", {"command": "buck2 test //server:all"}, {"stdout": "PASSED", "stderr": ""}),
     ]
     steps: list[Step] = [PromptStep("empty bodies should get 400", after_answer=False)]
     steps += [s for s in (hook_step(i) for i in inputs) if s is not None]

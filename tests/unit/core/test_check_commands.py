@@ -82,6 +82,9 @@ CHECKS = [
     ("meson test -C build --setup=valgrind station", "meson test", "test"),
     ("meson compile -C build", "meson compile", "build"),
     ("clang-tidy -p build src/station.c", "clang-tidy", "lint"),
+    # bazel
+    ("bazel build //services/rentcalc/...", "bazel build", "build"),
+    ("bazel test //... --test_output=errors", "bazel test", "test"),
 ]
 NOT_CHECKS = [
     "git status",
@@ -123,6 +126,8 @@ NOT_CHECKS = [
     "./build.sh -t Format",
     "meson setup build",
     "./build.sh --target Clean",
+    "bazel run //:gazelle",
+    "bazel mod tidy",
     "",
 ]
 
@@ -138,6 +143,7 @@ def test_toolchains_whose_tests_compile() -> None:
     assert check_of_command("cargo test") == Check("cargo test", "test", "cargo")
     assert check_of_command("go vet ./...") == Check("go vet", "lint", "go")
     assert check_of_command("npm test") == Check("npm test", "test", None)
+    assert check_of_command("bazel test //...") == Check("bazel test", "test", "bazel")
 
 
 @pytest.mark.parametrize("command", NOT_CHECKS)
