@@ -152,7 +152,9 @@ HEADLINE = re.compile(
     r".*\b(?:aren't|isn't|not) (?:properly )?formatted\b.*|"
     # a JavaScript runtime error's message, wherever a tool or a page printed it
     r".*\b(?:is not a function|is not a constructor|is not defined|"
-    r"Cannot read propert(?:y|ies) of (?:undefined|null))\b.*)$",
+    r"Cannot read propert(?:y|ies) of (?:undefined|null))\b.*|"
+    # ScalaTest's message under a failed test, closed by its place (``[info]   404 was not equal to 200 (A.scala:58)``)
+    r"\[info\] {3,}\S[^\n]{0,200}? \(\w+\.scala:\d+\))$",
     re.M,
 )
 #: a path with a source-like extension (the whole of it: ``app.html`` is no ``app.h``), optionally with :line; route

@@ -661,3 +661,17 @@ def test_sbts_log_level_prefixes_are_no_identifiers_and_its_tests_failed_excepti
     ids = signature_of(out).identifiers
     assert not any(i.strip("[]").lower() in {"info", "error", "warn"} for i in ids), ids
     assert signature_of(out).key != "TestsFailedException", ids
+
+
+def test_scalatests_message_under_a_failed_test_is_the_error_not_sbts_summary() -> None:
+    output = (
+        "[info] RepairsControllerSpec:\n[info] - should show a repair (41 milliseconds)\n"
+        "[info] - should return the history of a repair *** FAILED *** (41 milliseconds)\n"
+        "[info]   404 was not equal to 200 (RepairsControllerSpec.scala:58)\n"
+        "[info] - should update the status (33 milliseconds)\n[info] *** 1 TEST FAILED ***\n"
+        "[error] Failed tests:\n[error] \tcontrollers.RepairsControllerSpec\n"
+        "[error] (Test / test) sbt.TestsFailedException: Tests unsuccessful\n"
+    )
+    sig = signature_of(output)
+    assert "should return the history of a repair" in sig.identifiers
+    assert "404 was not equal to 200" in sig.headline
