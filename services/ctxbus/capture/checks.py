@@ -182,6 +182,9 @@ _REWRITE = re.compile(
     r"\bgofmt\s+-w\b|\brubocop\s+-[aA]\b|\bswiftformat\b|\bphp-cs-fixer\s+fix\b|\bclang-format\s+-i\b|"
     r"\bktlint\s+(?:-F|--format)\b|\bbuild_runner\s+build\b|\b(?:prisma|sqlc|go)\s+generate\b|\bgo\s+mod\s+tidy\b|"
     r"\blint:fix\b|\bpint\b|\bspotless(?:Apply|:apply)\b|\bktlintFormat\b|"
+    # code and schema generators: a project script or tool named so (``npm run db:codegen``, ``graphql-codegen``,
+    # ``buf generate``, ``drizzle-kit generate``)
+    r"\b(?:[\w-]+:)?(?:[\w-]+-)?codegen\b(?!:)|\b(?:buf|drizzle-kit)\s+generate\b|"
     # any formatter by its name (gdformat, shfmt, ocamlformat, elm-format, erlfmt, dune fmt) and a few others
     r"(?<![\w=-])(?:[A-Za-z][\w-]*)?(?:fmt|format)\b|\bstylua\b|\bnimpretty\b|\bperltidy\b|\b(?:ormolu|fourmolu)\b|"
     # a build script's format target (FAKE, Cake, Nuke: ``./build.sh -t Format``, ``FormatAll``; not ``CheckFormat``)

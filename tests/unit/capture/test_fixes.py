@@ -385,3 +385,25 @@ def test_a_bazel_build_error_is_the_tools_words_not_the_actions_banner() -> None
     assert "missing strict dependencies" in deps.title and "`bazel run //:gazelle`" in deps.content
     assert "GoCompilePkg" not in deps.title and "verbose_failures" not in deps.content
     assert "MODULE.bazel" in repo.content and "Build did NOT complete" not in repo.content
+
+
+TS2345_FAILS = (
+    "\n> shifts@0.3.0 typecheck\n> tsc --noEmit\n\n"
+    "src/server/shift-repo.ts(19,59): error TS2345: Argument of type '\"signups.cancelled_at\"' is not assignable "
+    "to parameter of type 'ReferenceExpression<DB, \"signups\">'.\n\nFound 1 error in src/server/shift-repo.ts:19\n"
+)
+
+
+def test_an_error_fixed_by_running_the_projects_code_generator_names_it() -> None:
+    """The typed schema was stale: ``npm run db:codegen`` rewrote it, nothing was edited by hand."""
+    t = (
+        Transcript("s1", cwd="/home/dev/shifts")
+        .prompt("add signups.cancelled_at and leave cancelled signups out of the counts")
+        .edit("/home/dev/shifts/src/server/shift-repo.ts", ".where(", '.where("signups.cancelled_at", "is", null)')
+        .bash("npm run typecheck", TS2345_FAILS, code=2)
+        .bash("npm run db:codegen", "> kysely-codegen --dialect postgres --out-file src/server/db-types.ts\n✓ Done.")
+        .bash("npm run typecheck", "\n> shifts@0.3.0 typecheck\n> tsc --noEmit\n\n")
+        .say("Regenerated the Kysely types; typecheck passes.")
+    )
+    (fix,) = fixes(t)
+    assert "TS2345" in fix.title and "`npm run db:codegen`" in fix.content

@@ -149,6 +149,13 @@ def test_log_levels_are_no_identifiers_and_surefire_names_the_failing_test() -> 
         ("./build.sh -t Format", True),
         ("dotnet fake build -t FormatAll", True),
         ("./build.sh -t CheckFormat", False),
+        # code and schema generators
+        ("npm run db:codegen", True),
+        ("npx graphql-codegen", True),
+        ("npm run codegen:check", False),
+        ("npx graphql-codegen --check", False),
+        ("buf generate", True),
+        ("npx drizzle-kit generate", True),
     ],
 )
 def test_which_commands_rewrite_files(command: str, rewrites: bool) -> None:
