@@ -56,8 +56,9 @@ MAX_IDENTIFIERS = 6
 _EXIT_CODE = re.compile(r"(?:Error: )?Exit code \d+")
 ERROR_LINES = 3
 HEADLINE_CHARS = 200
-#: a long error line keeps its tail too (:func:`_clip`)
-TAIL_CHARS = 80
+#: a long error line keeps its tail too (:func:`_clip`): lines up to 320 characters whole (Puppet says what is wrong
+#: after some 180 characters of where)
+TAIL_CHARS = 120
 
 
 @dataclass(frozen=True, slots=True)

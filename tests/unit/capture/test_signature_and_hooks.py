@@ -195,6 +195,16 @@ def test_a_long_error_line_keeps_its_tail_and_runs_differing_only_there_are_one_
     assert first.headline.endswith("missing attribute 'unit'") and first.same_error(again)
 
 
+def test_an_error_line_after_a_long_boilerplate_prefix_keeps_its_point() -> None:
+    """Puppet's compile error says what is wrong after some 180 characters of where (rspec, the function call)."""
+    line = (
+        "failed: rspec: ./spec/classes/repairs_portal_spec.rb:18: error during compilation: Evaluation Error: Error "
+        "while evaluating a Function Call, Class[Profile::Repairs_portal]: parameter 'db_password' expects a "
+        "Sensitive[String[1]] value, got String (line: 2, column: 1) on node foo.example.com"
+    )
+    assert "expects a Sensitive[String[1]] value, got String" in signature_of(line + "\n").headline
+
+
 def test_a_failed_tests_name_is_read_from_the_line_that_marks_it_in_many_runners_words() -> None:
     busted = "Success:        due parses ISO dates\nFail    ||      due parses relative dates like +3d\n"
     alcotest = "  [OK]     unfold   0   plain line.\n  [FAIL]        unfold              1   folded with space.\n"
