@@ -82,14 +82,17 @@ def _compiled_past(error: _Open, step: RunStep) -> bool:
 
 
 def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
-    """The open errors a passing run fixes: those of a check it runs, else of its kind, and (a failed build) of its
-    toolchain (a passing ``cargo test`` compiled what ``cargo build`` failed). Another check closes only errors that
+    """The open errors a passing run fixes: those of a check it runs, else of its kind, those of the checks a
+    whole-check script echoes (``npm run check`` ran ``npm run typecheck``), and (a failed build) of its toolchain (a
+    passing ``cargo test`` compiled what ``cargo build`` failed). Another check closes only errors that
     something was changed for since they failed: ``helm template`` passing right after ``helm lint`` failed says
     nothing about the lint error."""
     closing = [e for e in open_errors if _covers(e, step)]
     changed = [e for e in open_errors if e.edits or e.rewrites]
     if not closing:
         closing = [e for e in changed if e.kind == step.run.check.kind]
+    if any(is_aggregate(f.rsplit(":", 1)[0]) for f in step.all_families):  # ``npm run check``: the scripts it ran
+        closing += [e for e in changed if e not in closing and set(e.families) & set(step.echoed_families)]
     if step.run.check.toolchain:  # it compiled: the toolchain's build errors changed for are fixed too
         closing += [
             e for e in changed if e.kind == BUILD and e.toolchain == step.run.check.toolchain and e not in closing

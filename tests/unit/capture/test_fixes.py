@@ -407,3 +407,28 @@ def test_an_error_fixed_by_running_the_projects_code_generator_names_it() -> Non
     )
     (fix,) = fixes(t)
     assert "TS2345" in fix.title and "`npm run db:codegen`" in fix.content
+
+
+CHECK_SCRIPT_PASSES = (
+    "\n> shop@0.7.0 check\n> npm run typecheck && npm run test\n\n\n> shop@0.7.0 typecheck\n> tsc\n\n\n"
+    "> shop@0.7.0 test\n> vitest run\n\n ✓ app/lib/cart.server.test.ts (6 tests) 52ms\n\n Tests  6 passed (6)\n"
+)
+TS2353_FAILS = (
+    "\n> shop@0.7.0 typecheck\n> tsc\n\napp/routes/teas.$slug.tsx:14:13 - error TS2353: Object literal may only "
+    "specify known properties, and 'variants' does not exist in type '{}'.\n\n"
+    "Found 1 error in app/routes/teas.$slug.tsx:14\n"
+)
+
+
+def test_a_whole_check_script_that_runs_the_failing_script_verifies_its_fix() -> None:
+    """``npm run check`` echoes ``npm run typecheck && npm run test``: its pass is a pass of the type check."""
+    t = (
+        Transcript("s1", cwd="/home/dev/shop")
+        .prompt("teas need sizes; show them on the tea page")
+        .bash("npm run typecheck", TS2353_FAILS, code=2)
+        .edit("/home/dev/shop/app/db/schema.ts", "export const teas", "export const teasRelations = relations(teas")
+        .bash("npm run check", CHECK_SCRIPT_PASSES)
+        .say("Declared the relation; npm run check passes.")
+    )
+    (fix,) = fixes(t)
+    assert "TS2353" in fix.title and "schema.ts" in fix.content and "`npm run check` passed" in fix.content
