@@ -13,7 +13,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: mypy's [arg-type] is read apart
 CODE = re.compile(r"\b(TS\d{4}|CS\d{4}|E\d{4}|[EFWCBNDSUIR]\d{3,4}|SA\d{4}|PLR\d{4}|RUF\d{3}|SIM\d{3}|ANN\d{3})\b")
 MYPY_CODE = re.compile(r"\[([a-z]+(?:-[a-z]+)+|[a-z]+-?[a-z]*)\]\s*$", re.M)
-LINT_RULE = re.compile(r"\s(@?[a-z][\w-]*/[\w-]+|no-[a-z-]+|prefer-[a-z-]+|eqeqeq|camelcase)\s*$", re.M)
+#: a plugin's rule (``react/jsx-key``, ``@typescript-eslint/no-floating-promises``): two letters or more each side
+#: of the slash, so a log line ending ``via n/a`` names none
+LINT_RULE = re.compile(r"\s(@?[a-z][\w-]+/[\w-]{2,}|no-[a-z-]+|prefer-[a-z-]+|eqeqeq|camelcase)\s*$", re.M)
 EXCEPTION = re.compile(
     r"\b((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded|Expired|Failure|Timeout|Invalid|NotFound|Denied|Refused|Mismatch|Panic|"
     r"Violation|Conflict|Missing|Unauthorized|Forbidden|Unavailable|Overflow|Underflow|Fault))\b"

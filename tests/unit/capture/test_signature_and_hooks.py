@@ -692,3 +692,14 @@ def test_scalatests_message_under_a_failed_test_is_the_error_not_sbts_summary() 
     sig = signature_of(output)
     assert "should return the history of a repair" in sig.identifiers
     assert "404 was not equal to 200" in sig.headline
+
+
+def test_n_a_at_a_log_lines_end_is_no_lint_rule() -> None:
+    output = (
+        "2025-11-07 09:38:53,805 52110 INFO test_db odoo.addons.base.models.ir_module: ALLOW access to "
+        "module.update_list on [] to user __system__ #1 via n/a\n"
+        "  12:5  error  Promises must be awaited  @typescript-eslint/no-floating-promises\n"
+        "  14:1  error  Missing key  react/jsx-key\n"
+    )
+    ids = signature_of(output).identifiers
+    assert "n/a" not in ids and "@typescript-eslint/no-floating-promises" in ids and "react/jsx-key" in ids
