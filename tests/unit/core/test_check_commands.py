@@ -82,6 +82,11 @@ CHECKS = [
     ("meson test -C build --setup=valgrind station", "meson test", "test"),
     ("meson compile -C build", "meson compile", "build"),
     ("clang-tidy -p build src/station.c", "clang-tidy", "lint"),
+    # rails' own test runner, brakeman
+    ("bin/rails test test/models/booking_test.rb", "rails test", "test"),
+    ("bin/rails test:system", "rails test", "test"),
+    ("bundle exec rails test", "rails test", "test"),
+    ("bin/brakeman --no-pager -q", "brakeman", "lint"),
     # bazel
     ("bazel build //services/rentcalc/...", "bazel build", "build"),
     ("bazel test //... --test_output=errors", "bazel test", "test"),
@@ -127,6 +132,8 @@ NOT_CHECKS = [
     "meson setup build",
     "./build.sh --target Clean",
     "bazel run //:gazelle",
+    "bin/rails db:migrate",
+    "bin/rails generate model Booking",
     "bazel mod tidy",
     "",
 ]
