@@ -40,6 +40,8 @@ RULE_IDS = re.compile(
 )
 #: jest's suite that did not run, and the line that says why (``● Test suite failed to run`` then the error)
 SUITE_DID_NOT_RUN = re.compile(r"^\s*●\s+Test suite failed to run\s*\n(?:[ \t]*\n)*[ \t]*(\S[^\n]{3,300})$", re.M)
+#: minitest's message, on the line under its failed test (``BookingTest#test_x [test/models/booking_test.rb:33]:``)
+MINITEST_MESSAGE = re.compile(r"^[\w:]+#[\w-]+ \[[^\]\n]{1,200}\]:\n[ \t]*(\S[^\n]{3,300})$", re.M)
 #: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)
 DIAGNOSTIC_ID = re.compile(r"^\W*(?:Diagnostic ID|Rule ID|Error code):\s+([A-Za-z][\w:./-]{2,80})\s*$", re.M)
 #: rule ids in the shapes many linters share: a bracketed dotted or snake_case id (scalafix's ``[DisableSyntax.var]``,
@@ -121,8 +123,10 @@ FAILED_TESTS = (
     re.compile(r"^\s*\d+\) (test .+?) \([\w.]+\)\s*$", re.M),  # ExUnit
     re.compile(r"^\[\s+FAILED\s+\] ([\w./]+)", re.M),  # GoogleTest
     re.compile(r"^\s*\d+ - ([\w.-]+) \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted)\)", re.M),  # ctest
-    re.compile(r"^\s*rails test ([\w/.-]+:\d+)", re.M),  # minitest rerun line
-    re.compile(r"^\s*\d+\) (?:Failure|Error):\n\s*([\w:]+#\w+)", re.M),  # minitest: ``Class#test_x [file:line]:``
+    # minitest: ``1) Failure:`` (Rails: ``Failure:``), then ``Class#test_x [file:line]:`` (Rails names keep dashes);
+    # its rerun line names the place only
+    re.compile(r"^\s*(?:\d+\) )?(?:Failure|Error):\n\s*([\w:]+#[\w-]+)", re.M),
+    re.compile(r"^\s*(?:bin/)?rails test ([\w/.-]+:\d+)", re.M),
     # node:test's spec reporter (not its ``✖ failing tests:`` heading, nor eslint's tally)
     re.compile(r"^\s*\u2716\s+(?!\d+ problems?\b|failing tests:)(.+?)(?:\s+\(\d+(?:\.\d+)?m?s\))?\s*$", re.M),
     # many runners' own marker, then the test's name: busted's ``Fail || name``, alcotest's ``[FAIL] suite 1 name``,

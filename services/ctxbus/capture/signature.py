@@ -27,6 +27,7 @@ from ctxbus.capture.error_patterns import (
     LINTER,
     LOCATED,
     LOG_LEVELS,
+    MINITEST_MESSAGE,
     MORE_CODES,
     MORE_RULE_IDS,
     MYPY_CODE,
@@ -192,7 +193,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
     if WERROR.search(text):  # the warnings are what failed
         for line, start in _located_warnings(text):
             at.setdefault(_clip(line), start)
-    for match in SUITE_DID_NOT_RUN.finditer(text):
+    for match in (*SUITE_DID_NOT_RUN.finditer(text), *MINITEST_MESSAGE.finditer(text)):
         at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
     for pattern in (HEADLINE, LOCATED):
         for match in pattern.finditer(text):

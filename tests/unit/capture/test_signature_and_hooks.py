@@ -703,3 +703,16 @@ def test_n_a_at_a_log_lines_end_is_no_lint_rule() -> None:
     )
     ids = signature_of(output).identifiers
     assert "n/a" not in ids and "@typescript-eslint/no-floating-promises" in ids and "react/jsx-key" in ids
+
+
+def test_a_rails_minitest_failure_is_named_by_its_test_and_stated_by_its_message() -> None:
+    output = (
+        "Running 7 tests in a single process (parallelization threshold is 50)\nRun options: --seed 52718\n\n"
+        "# Running:\n\n..F\n\nFailure:\n"
+        "BookingTest#test_back-to-back_bookings_are_allowed [test/models/booking_test.rb:33]:\n"
+        "Main hall is already booked at that time\n\n\nbin/rails test test/models/booking_test.rb:29\n\n....\n\n"
+        "7 runs, 10 assertions, 1 failures, 0 errors, 0 skips\n"
+    )
+    sig = signature_of(output)
+    assert sig.identifiers[0] == "BookingTest#test_back-to-back_bookings_are_allowed"
+    assert sig.headline == "Main hall is already booked at that time"
