@@ -40,6 +40,9 @@ RULE_IDS = re.compile(
 )
 #: jest's suite that did not run, and the line that says why (``● Test suite failed to run`` then the error)
 SUITE_DID_NOT_RUN = re.compile(r"^\s*●\s+Test suite failed to run\s*\n(?:[ \t]*\n)*[ \t]*(\S[^\n]{3,300})$", re.M)
+#: a Brakeman warning: its category names it, its message states it (``Category: SQL Injection`` ... ``Message:
+#: Possible SQL injection``)
+BRAKEMAN_WARNING = re.compile(r"^Category: ([A-Z][^\n]{2,60})\nCheck: \w+\nMessage: ([^\n]{3,200})$", re.M)
 #: minitest's message, on the line under its failed test (``BookingTest#test_x [test/models/booking_test.rb:33]:``)
 MINITEST_MESSAGE = re.compile(r"^[\w:]+#[\w-]+ \[[^\]\n]{1,200}\]:\n[ \t]*(\S[^\n]{3,300})$", re.M)
 #: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)

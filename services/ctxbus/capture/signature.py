@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ctxbus.capture.edits import basename
 from ctxbus.capture.error_patterns import (
+    BRAKEMAN_WARNING,
     CODE,
     DIAGNOSTIC_ID,
     DOCS_LINK_RULE,
@@ -164,7 +165,7 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
                 _add(found, group)
     for match in RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
-    for pattern in (DIAGNOSTIC_ID, DOCS_LINK_RULE):
+    for pattern in (DIAGNOSTIC_ID, DOCS_LINK_RULE, BRAKEMAN_WARNING):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
     for match in MORE_RULE_IDS.finditer(text):
@@ -195,6 +196,8 @@ def signature_of(output: str, detail: str = "") -> Signature:
             at.setdefault(_clip(line), start)
     for match in (*SUITE_DID_NOT_RUN.finditer(text), *MINITEST_MESSAGE.finditer(text)):
         at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
+    for match in BRAKEMAN_WARNING.finditer(text):
+        at.setdefault(_clip(f"{match.group(1)}: {match.group(2)}"), match.start())
     for pattern in (HEADLINE, LOCATED):
         for match in pattern.finditer(text):
             if _FRAME.search(match.group(0)) or _PASSED_LINE.search(match.group(0)) or _VERDICT.match(match.group(0)):

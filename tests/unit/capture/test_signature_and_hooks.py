@@ -716,3 +716,13 @@ def test_a_rails_minitest_failure_is_named_by_its_test_and_stated_by_its_message
     sig = signature_of(output)
     assert sig.identifiers[0] == "BookingTest#test_back-to-back_bookings_are_allowed"
     assert sig.headline == "Main hall is already booked at that time"
+
+
+def test_a_brakeman_warning_is_named_by_its_category_and_stated_by_its_message() -> None:
+    output = (
+        "== Warnings ==\n\nConfidence: High\nCategory: SQL Injection\nCheck: SQL\nMessage: Possible SQL injection\n"
+        "Code: Booking.where(\"date(starts_at) = '#{params[:on]}'\")\nFile: app/controllers/bookings_controller.rb\n"
+        "Line: 6\n"
+    )
+    sig = signature_of(output)
+    assert sig.identifiers[0] == "SQL Injection" and sig.headline == "SQL Injection: Possible SQL injection"
