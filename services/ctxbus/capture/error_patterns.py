@@ -43,6 +43,13 @@ SUITE_DID_NOT_RUN = re.compile(r"^\s*●\s+Test suite failed to run\s*\n(?:[ \t]
 #: a Brakeman warning: its category names it, its message states it (``Category: SQL Injection`` ... ``Message:
 #: Possible SQL injection``)
 BRAKEMAN_WARNING = re.compile(r"^Category: ([A-Z][^\n]{2,60})\nCheck: \w+\nMessage: ([^\n]{3,200})$", re.M)
+#: web-ext lint's (addons-linter's) first error, the row under its table's header (``EXTENSION_ID_REQUIRED   The
+#: extension ID is``; the message wraps in its column)
+WEB_EXT_ERROR = re.compile(
+    r"^ERRORS:\n[ \t]*\nCode[ \t]+Message[^\n]*\n"
+    r"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)[ \t]{2,}(\S[^\n]{0,60}?)(?:[ \t]{2,}|$)",
+    re.M,
+)
 #: minitest's message, on the line under its failed test (``BookingTest#test_x [test/models/booking_test.rb:33]:``)
 MINITEST_MESSAGE = re.compile(r"^[\w:]+#[\w-]+ \[[^\]\n]{1,200}\]:\n[ \t]*(\S[^\n]{3,300})$", re.M)
 #: a diagnostic named on a line of its own (steep's ``│ Diagnostic ID: Ruby::UndeclaredMethodDefinition``)

@@ -44,6 +44,7 @@ from ctxbus.capture.error_patterns import (
     TF_ERROR,
     TRACEBACK_RAISED,
     UNDEFINED,
+    WEB_EXT_ERROR,
     WERROR,
     WHAT_FAILED,
     WRAPPER_EXCEPTIONS,
@@ -165,7 +166,7 @@ def _identifiers(text: str, logged: list[LoggedError]) -> list[str]:
                 _add(found, group)
     for match in RULE_IDS.finditer(text):
         _add(found, next(g for g in match.groups() if g))
-    for pattern in (DIAGNOSTIC_ID, DOCS_LINK_RULE, BRAKEMAN_WARNING):
+    for pattern in (DIAGNOSTIC_ID, DOCS_LINK_RULE, BRAKEMAN_WARNING, WEB_EXT_ERROR):
         for match in pattern.finditer(text):
             _add(found, match.group(1))
     for match in MORE_RULE_IDS.finditer(text):
@@ -196,7 +197,7 @@ def signature_of(output: str, detail: str = "") -> Signature:
             at.setdefault(_clip(line), start)
     for match in (*SUITE_DID_NOT_RUN.finditer(text), *MINITEST_MESSAGE.finditer(text)):
         at.setdefault(_clip(" ".join(match.group(1).split())), match.start(1))
-    for match in BRAKEMAN_WARNING.finditer(text):
+    for match in (*BRAKEMAN_WARNING.finditer(text), *WEB_EXT_ERROR.finditer(text)):
         at.setdefault(_clip(f"{match.group(1)}: {match.group(2)}"), match.start())
     for pattern in (HEADLINE, LOCATED):
         for match in pattern.finditer(text):

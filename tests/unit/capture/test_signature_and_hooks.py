@@ -726,3 +726,14 @@ def test_a_brakeman_warning_is_named_by_its_category_and_stated_by_its_message()
     )
     sig = signature_of(output)
     assert sig.identifiers[0] == "SQL Injection" and sig.headline == "SQL Injection: Possible SQL injection"
+
+
+def test_web_ext_lints_first_error_is_named_by_its_code() -> None:
+    output = (
+        "Validation Summary:\n\nerrors          1              \nnotices         0              \n\nERRORS:\n\n"
+        "Code                    Message                  Description                                File\n"
+        "EXTENSION_ID_REQUIRED   The extension ID is      Manifest Version 3 and above require the   manifest.json\n"
+        "                        required in Manifest     extension ID to be set.\n"
+    )
+    sig = signature_of(output)
+    assert sig.identifiers[0] == "EXTENSION_ID_REQUIRED" and sig.headline.startswith("EXTENSION_ID_REQUIRED: The")
