@@ -18,6 +18,7 @@ from dataclasses import replace
 from ctxbus.capture.checks import check_key, repeated_keys
 from ctxbus.capture.edits import bare_command, basename, relative
 from ctxbus.capture.fixes import MAX_FILES, failure_fixes, session_task
+from ctxbus.capture.inner_step import inner_step
 from ctxbus.capture.lessons import Episode, Lesson, RuleName, Said
 from ctxbus.capture.prompts import bare_go_on, remembered, rule_in
 from ctxbus.capture.signature import signature_of
@@ -33,7 +34,7 @@ from ctxbus.capture.steps import (
     resumed_task_of,
 )
 from ctxbus.contract.payloads import Outcome
-from ctxbus.core.check_commands import Check
+from ctxbus.core.check_commands import Check, check_of_command, is_aggregate
 from ctxbus.core.feedback_text import read_assistant_report, read_feedback
 from ctxbus.core.outcome_rules import AssistantReport, CheckRun, Evidence, Feedback, Verdict, decide
 
@@ -107,14 +108,23 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
     answered = False
     final: tuple[int, str] | None = None
     failed_keys: set[str] = set()
+    #: whole-check script -> the steps of it that failed (``npm run check`` -> ``vitest``)
+    ran_in: dict[str, list[Check]] = {}
     runs = Counter(k for s in steps if isinstance(s, ShellStep | RunStep) for k in repeated_keys(_command(s)))
     rerun = frozenset(k for k, n in runs.items() if n > 1)
     for index, step in enumerate(steps):
         if isinstance(step, ShellStep | RunStep):
             found.extend(_repeated_runs(step, index, failed_keys, rerun))
         if isinstance(step, RunStep):
-            found.append(step.run)
-            if step.run.verdict is Verdict.PASSED:  # ``ruff check && mypy`` passing passed both checks
+            run = _failed_as(step)
+            found.append(run)
+            if run.check != step.run.check:  # the step of the whole check that failed: its pass passes that step
+                ran_in.setdefault(step.run.check.family, []).append(run.check)
+            if step.run.verdict is Verdict.PASSED:
+                found.extend(
+                    replace(step.run, key=f"{step.run.key}:{c.family}", check=c)
+                    for c in ran_in.pop(step.run.check.family, ())
+                )  # ``ruff check && mypy`` passing passed both checks
                 main = check_key(step.run.check)
                 found.extend(  # and ``npm test`` echoing ``> vitest run`` passed vitest
                     replace(step.run, key=f"{step.run.key}:{key}", check=Check(*key.rsplit(":", 1)))
@@ -132,6 +142,16 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
         if report is not None:
             found.insert(final[0], AssistantReport(f"answer:{final[0]}", *report))
     return found
+
+
+def _failed_as(step: RunStep) -> CheckRun:
+    """A run's evidence: a whole-check script that failed (``npm run check``) failed as the step of it that failed
+    (``vitest run``), so a later pass of that step supersedes it (the whole check need not be run again)."""
+    if step.run.verdict is not Verdict.FAILED or not is_aggregate(step.run.check.family):
+        return step.run
+    inner = inner_step(step.run.command, step.output)
+    check = check_of_command(inner) if inner else None
+    return step.run if check is None else replace(step.run, check=check)
 
 
 def _gave_up(prompt: PromptStep) -> bool:

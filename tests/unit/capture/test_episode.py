@@ -94,3 +94,42 @@ def test_a_session_whose_narrow_test_run_failed_and_whose_test_script_then_ran_t
     t = component_fix(("npx vitest run src/components", VITEST_COMPONENTS_FAIL), ("npm test", NPM_TEST_PASSES))
     (episode,) = episodes(t)
     assert "ShiftCard" in episode.title and "vitest.config.ts" in episode.content
+
+
+CHECK_FAILS_IN_TESTS = (
+    "\n> shifts@0.3.0 check\n> npm run typecheck && npm test\n\n\n> shifts@0.3.0 typecheck\n> tsc --noEmit\n\n\n"
+    "> shifts@0.3.0 test\n> vitest run\n\n ❯ src/lib/settings.test.ts (2 tests | 1 failed) 9ms\n"
+    "   × watchSettings > calls back with the merged settings 4ms\n"
+    "     → Cannot read properties of undefined (reading 'addListener')\n\n Tests  1 failed | 1 passed (2)\n"
+    "npm ERR! code 1\n"
+)
+
+
+def test_a_whole_check_script_that_failed_in_its_tests_is_superseded_when_those_tests_pass() -> None:
+    """``npm run check`` failed in ``vitest run``; after the fix ``npm test`` (``> vitest run``) passed: the tests
+    that failed pass, so the session succeeded though the whole check was not run again."""
+    t = (
+        Transcript("s1", cwd="/home/dev/shifts")
+        .prompt("add an options page with the settings in storage.sync")
+        .edit("/home/dev/shifts/src/lib/settings.ts", "", "export function watchSettings() {}")
+        .bash("npm run check", CHECK_FAILS_IN_TESTS, code=1)
+        .edit("/home/dev/shifts/test/setup/chrome.ts", "storage: {", "storage: { onChanged: fakeEvent(),")
+        .bash("npm test", NPM_TEST_PASSES)
+        .say("The chrome fake has storage.onChanged now; the tests pass.")
+    )
+    (episode,) = episodes(t)
+    assert "options page" in episode.title
+
+
+def test_a_whole_check_script_that_failed_in_a_step_and_then_passed_whole_succeeded() -> None:
+    t = (
+        Transcript("s1", cwd="/home/dev/shifts")
+        .prompt("add an options page with the settings in storage.sync")
+        .edit("/home/dev/shifts/src/lib/settings.ts", "", "export function watchSettings() {}")
+        .bash("npm run check", CHECK_FAILS_IN_TESTS, code=1)
+        .edit("/home/dev/shifts/test/setup/chrome.ts", "storage: {", "storage: { onChanged: fakeEvent(),")
+        .bash("npm run check 2>&1 | tail -3", " Tests  2 passed (2)\n")
+        .say("The chrome fake has storage.onChanged now; npm run check passes.")
+    )
+    (episode,) = episodes(t)
+    assert "options page" in episode.title
