@@ -200,6 +200,22 @@ def _reporting(answers: Sequence[str]) -> str:
     return next((a for a in reversed(answers) if len(a.split()) >= REPORT_MIN_WORDS), answers[-1])
 
 
+def _task_answers(steps: Sequence[Step]) -> list[str]:
+    """The answers to the session's task: those before the ``remember:`` prompts it ends on, when the work was done
+    and reported before them (what the assistant says to a rule given after the work reports the rule, not the
+    work; a rule given in answer to its question is part of the task)."""
+    answers = [s.text for s in steps if isinstance(s, AnswerStep)]
+    asked = [i for i, s in enumerate(steps) if isinstance(s, PromptStep) and remembered(s.text) is None]
+    after = next(
+        (i for i, s in enumerate(steps) if i > max(asked, default=-1) and isinstance(s, PromptStep)), len(steps)
+    )
+    before = steps[:after]
+    said = [s.text for s in before if isinstance(s, AnswerStep)]
+    if not said or not any(isinstance(s, EditStep) for s in before) or said[-1].rstrip().endswith("?"):
+        return answers  # no work before the rule, or the assistant asked (the rule answers it)
+    return said
+
+
 def _summary(answer: str) -> str:
     """The head of the last answer, whole sentences where they fit."""
     text = " ".join(answer.replace("`", "").split())
@@ -245,7 +261,7 @@ def episode(steps: Sequence[Step], cwd: str | None = None) -> Lesson | None:
     worded = [t.text for t in tasks if not bare_go_on(t.text)]
     first = worded[0] if worded else resumed_task_of(steps) or tasks[0].text
     follow_ups = tuple(" ".join(t.split())[:FOLLOW_UP_CHARS] for t in worded[1:] if rule_in(t) is None)[:MAX_FOLLOW_UPS]
-    answers = [s.text for s in steps if isinstance(s, AnswerStep)]
+    answers = _task_answers(steps)
     fact = Episode(
         " ".join(first.split())[:TASK_CHARS],
         follow_ups,

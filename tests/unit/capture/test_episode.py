@@ -133,3 +133,32 @@ def test_a_whole_check_script_that_failed_in_a_step_and_then_passed_whole_succee
     )
     (episode,) = episodes(t)
     assert "options page" in episode.title
+
+
+def test_an_episodes_result_is_the_report_of_its_task_not_the_reply_to_a_rule_given_after_it() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("add a mark-as-read toggle to each shelf row, backed by a server fn")
+        .edit("src/api/books.rs", "", "pub async fn toggle_read(id: i64) -> Result<bool, ServerFnError>")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("Done: each row has a mark-as-read toggle calling the new toggle_read server fn; the tests pass.")
+        .prompt("remember: run leptosfmt on anything with a view! macro before committing")
+        .edit("src/pages/shelf.rs", "view! {<tr>", "view! { <tr>")
+        .say("Done: leptosfmt applied to shelf.rs. I'll run it on view! files before calling anything done.")
+    )
+    (episode,) = episodes(t)
+    assert "toggle_read" in episode.content and "leptosfmt applied" not in episode.content
+
+
+def test_a_rule_given_in_answer_to_the_assistants_question_leaves_the_final_report_the_result() -> None:
+    t = (
+        Transcript("s1")
+        .prompt("make dev services reuse the postgres container between test runs")
+        .edit("src/test/resources/application.properties", "", "quarkus.datasource.devservices.reuse=true")
+        .say("Docker isn't reachable. Is Docker Desktop installed on this machine, or do you use another runtime?")
+        .prompt("remember: this laptop has colima, run `colima start` before tests")
+        .bash("pytest -q", PYTEST_PASS)
+        .say("With devservices.reuse=true in application.properties the second run reuses the container.")
+    )
+    (episode,) = episodes(t)
+    assert "second run reuses the container" in episode.content
