@@ -121,12 +121,13 @@ def _evidence(steps: Sequence[Step]) -> list[Evidence]:
             if run.check != step.run.check:  # the step of the whole check that failed: its pass passes that step
                 ran_in.setdefault(step.run.check.family, []).append(run.check)
             if step.run.verdict is Verdict.PASSED:
-                found.extend(
+                found.extend(  # the whole check passing again passed the steps of it that had failed
                     replace(step.run, key=f"{step.run.key}:{c.family}", check=c)
                     for c in ran_in.pop(step.run.check.family, ())
-                )  # ``ruff check && mypy`` passing passed both checks
+                )
                 main = check_key(step.run.check)
-                found.extend(  # and ``npm test`` echoing ``> vitest run`` passed vitest
+                # ``ruff check && mypy`` passing passed both checks, and ``npm test`` echoing ``> vitest run`` vitest
+                found.extend(
                     replace(step.run, key=f"{step.run.key}:{key}", check=Check(*key.rsplit(":", 1)))
                     for key in dict.fromkeys((*step.all_families, *step.echoed_families))
                     if key != main
