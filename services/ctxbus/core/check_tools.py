@@ -58,6 +58,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "phpstan": ("phpstan", TYPECHECK),
     "psalm": ("psalm", TYPECHECK),
     "javac": ("javac", BUILD),
+    "prove": ("prove", TEST),
     "gcc": ("cc", BUILD),
     "g++": ("cc", BUILD),
     "clang": ("cc", BUILD),

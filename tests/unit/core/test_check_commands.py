@@ -82,6 +82,8 @@ CHECKS = [
     ("meson test -C build --setup=valgrind station", "meson test", "test"),
     ("meson compile -C build", "meson compile", "build"),
     ("clang-tidy -p build src/station.c", "clang-tidy", "lint"),
+    # perl's test harness
+    ("prove -lr t/", "prove", "test"),
     # rails' own test runner, brakeman
     ("bin/rails test test/models/booking_test.rb", "rails test", "test"),
     ("bin/rails test:system", "rails test", "test"),
