@@ -345,9 +345,10 @@ def _passed_by_running_it_otherwise(error: _Open, step: RunStep) -> bool:
     """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
     error named none of the files edited meanwhile: the command changed, not the code. A script runs the programs
     it echoes (``npm test``: ``> vitest run``), passing or failing."""
-    failed = {*programs_of(error.command), *programs_of(inner_step(error.command, error.output) or "")}
     passed = programs_of(step.run.command).union(*(programs_of(e) for e in step.echoed))
-    if failed & passed:  # ``make check`` failed; ``x && make check`` passed
+    if programs_of(error.command) & passed:  # ``make check`` failed; ``x && make check`` passed
+        return False
+    if programs_of(inner_step(error.command, error.output) or "") & passed:
         return False
     sig = error.signature
     said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))

@@ -12,6 +12,7 @@ names the tool, which the wrapper's name does not. A learning says it ("`make li
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ctxbus.capture.checks import checks_in, programs_of
 from ctxbus.capture.error_patterns import WRAPPER_FAILED
@@ -24,6 +25,11 @@ _ECHO = re.compile(r"^(?:> |\$ |\+ |Task \S+ )?(?P<command>\S.{0,238})$")
 READ_CHARS = 100_000
 #: programs that run a project's scripts and echo each command they run (whose passing output is read for them)
 SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "make", "gmake", "just", "composer", "deno", "task", "mage"})
+#: the runners that echo a bare command line (the others mark theirs: ``_MARKS``)
+BARE_ECHO = frozenset({"make", "gmake", "just", "mage"})
+_MARKS = ("> ", "$ ", "+ ", "Task ")
+#: echoed commands kept of one run (a Makefile may echo one line per file)
+MAX_ECHOED = 20
 
 
 def _echoed_check(line: str, wrapper: str) -> str | None:
@@ -38,6 +44,7 @@ def _echoed_check(line: str, wrapper: str) -> str | None:
     return command if checks_in(command) else None
 
 
+@lru_cache(maxsize=64)  # a fixed error's lesson and the test of how it passed read the same output
 def inner_step(command: str, output: str) -> str | None:
     """The echoed check command inside a failing wrapper ``command`` whose findings ``output`` holds, or None
     (``command`` is no wrapper, echoes nothing, or its only step is itself)."""
@@ -58,15 +65,22 @@ def inner_step(command: str, output: str) -> str | None:
 
 
 def echoed_checks(command: str, output: str) -> tuple[str, ...]:
-    """Every check command a script runner's (passing) ``output`` echoes (``npm test`` -> ``vitest run``): what
-    the run also ran, so its pass is a run of those tools too. Empty for a command that runs no script runner."""
-    if not output or not programs_of(command) & SCRIPT_RUNNERS:
+    """The check commands (at most MAX_ECHOED) a script runner's (passing) ``output`` echoes (``npm test`` ->
+    ``vitest run``): what the run also ran, so its pass is a run of those tools too. Empty for a command that runs
+    no script runner. Only make and its kin echo a bare command line; the others mark theirs (``> ``, ``$ ``)."""
+    runners = programs_of(command) & SCRIPT_RUNNERS
+    if not output or not runners:
         return ()
+    bare = bool(runners & BARE_ECHO)
     wrapper = " ".join(command.split())
     main = check_of_command(command)
     found: dict[str, None] = {}
     for line in output[:READ_CHARS].splitlines():
-        echoed = _echoed_check(line, wrapper) if len(line) < 240 else None
+        if len(line) >= 240 or not (bare or line.startswith(_MARKS)):
+            continue
+        echoed = _echoed_check(line, wrapper)
         if echoed is not None and not (check_of_command(echoed) == main and echoed.split()[0] == wrapper.split()[0]):
             found.setdefault(echoed)
+            if len(found) == MAX_ECHOED:
+                break
     return tuple(found)
