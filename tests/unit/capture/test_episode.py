@@ -105,33 +105,27 @@ CHECK_FAILS_IN_TESTS = (
 )
 
 
-def test_a_whole_check_script_that_failed_in_its_tests_is_superseded_when_those_tests_pass() -> None:
-    """``npm run check`` failed in ``vitest run``; after the fix ``npm test`` (``> vitest run``) passed: the tests
-    that failed pass, so the session succeeded though the whole check was not run again."""
-    t = (
+def _options_session(passing: tuple[str, str]) -> Transcript:
+    return (
         Transcript("s1", cwd="/home/dev/shifts")
         .prompt("add an options page with the settings in storage.sync")
         .edit("/home/dev/shifts/src/lib/settings.ts", "", "export function watchSettings() {}")
         .bash("npm run check", CHECK_FAILS_IN_TESTS, code=1)
         .edit("/home/dev/shifts/test/setup/chrome.ts", "storage: {", "storage: { onChanged: fakeEvent(),")
-        .bash("npm test", NPM_TEST_PASSES)
+        .bash(*passing)
         .say("The chrome fake has storage.onChanged now; the tests pass.")
     )
-    (episode,) = episodes(t)
+
+
+def test_a_whole_check_script_that_failed_in_its_tests_is_superseded_when_those_tests_pass() -> None:
+    """``npm run check`` failed in ``vitest run``; after the fix ``npm test`` (``> vitest run``) passed: the tests
+    that failed pass, so the session succeeded though the whole check was not run again."""
+    (episode,) = episodes(_options_session(("npm test", NPM_TEST_PASSES)))
     assert "options page" in episode.title
 
 
 def test_a_whole_check_script_that_failed_in_a_step_and_then_passed_whole_succeeded() -> None:
-    t = (
-        Transcript("s1", cwd="/home/dev/shifts")
-        .prompt("add an options page with the settings in storage.sync")
-        .edit("/home/dev/shifts/src/lib/settings.ts", "", "export function watchSettings() {}")
-        .bash("npm run check", CHECK_FAILS_IN_TESTS, code=1)
-        .edit("/home/dev/shifts/test/setup/chrome.ts", "storage: {", "storage: { onChanged: fakeEvent(),")
-        .bash("npm run check 2>&1 | tail -3", " Tests  2 passed (2)\n")
-        .say("The chrome fake has storage.onChanged now; npm run check passes.")
-    )
-    (episode,) = episodes(t)
+    (episode,) = episodes(_options_session(("npm run check 2>&1 | tail -3", " Tests  2 passed (2)\n")))
     assert "options page" in episode.title
 
 
