@@ -2,14 +2,15 @@
 files are edited, then the same check family (or, with none open, a check of the same kind) passes: one lesson per
 distinct error fixed, however often it was hit before the fix. A failure never fixed, "fixed" with no edit, or passed
 by running another program while the error named none of the edited files, is no lesson. A command no check list
-knows is a check by its repetition (:func:`ctxbus.capture.checks.repeated_keys`).
+knows is a check by its repetition (:func:`ctxbus.capture.checks.repeated_keys`). Which open errors a pass closes, and
+whether it fixed them, is :mod:`ctxbus.capture.open_errors`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ctxbus.capture.checks import (
     RUNNERS,
@@ -17,45 +18,23 @@ from ctxbus.capture.checks import (
     formatter_check,
     only_rewrites,
     program_of,
-    programs_of,
     repeated_keys,
     rewrites_files,
     segments_of,
 )
-from ctxbus.capture.edits import bare_command, basename, gist, quotable, relative
+from ctxbus.capture.edits import gist, quotable, relative
 from ctxbus.capture.error_patterns import WRAPPER_EXCEPTIONS
 from ctxbus.capture.inner_step import inner_step
 from ctxbus.capture.lessons import Fix, Lesson, RuleName
+from ctxbus.capture.open_errors import OpenError, closing, compiled_past, covers, fixed, note_ran, rewrote
 from ctxbus.capture.prompts import bare_go_on, rejects, remembered
 from ctxbus.capture.signature import Signature, findings_by_file, signature_of, unformatted
 from ctxbus.capture.steps import EditStep, PromptStep, RunStep, ShellStep, Span, Step, resumed_task_of
-from ctxbus.core.check_commands import BUILD, TEST, is_aggregate
+from ctxbus.core.check_commands import TEST, is_aggregate
 from ctxbus.core.outcome_rules import Verdict
 
 #: files an edit summary names
 MAX_FILES = 8
-
-
-@dataclass
-class _Open:
-    """An error seen failing and not yet fixed."""
-
-    signature: Signature
-    families: tuple[str, ...]
-    kind: str
-    toolchain: str | None
-    command: str
-    span: Span
-    hits: int = 1
-    edits: list[EditStep] = field(default_factory=list)
-    #: commands that rewrote files after it failed (a formatter, ``--fix``, code generation)
-    rewrites: list[str] = field(default_factory=list)
-    #: a later run of its check no longer showed it (after edits): fixed, once a run of its check passes
-    resolved: bool = False
-    #: the output of its last failing run (its findings name the files they are in)
-    output: str = ""
-    #: other commands that ran (and did not fail) since it failed and may have changed files (``cargo sqlx prepare``)
-    ran: list[str] = field(default_factory=list)
 
 
 def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[str, str], ...]:
@@ -68,36 +47,6 @@ def _edits_summary(edits: Sequence[EditStep], cwd: str | None) -> tuple[tuple[st
             if piece and piece not in entry:
                 entry.append(piece)
     return tuple((path, " / ".join(pieces)[:300]) for path, pieces in list(by_path.items())[:MAX_FILES])
-
-
-def _covers(error: _Open, step: RunStep) -> bool:
-    return bool(set(error.families) & set(step.all_families))
-
-
-def _compiled_past(error: _Open, step: RunStep) -> bool:
-    """A test run of the toolchain whose build ``error`` failed: it compiles first, so failing on another error it
-    shows the build error gone (``swift build`` failed, then ``swift test`` got as far as a failing test)."""
-    check = step.run.check
-    return error.kind == BUILD and check.kind == TEST and bool(check.toolchain) and error.toolchain == check.toolchain
-
-
-def _closing(open_errors: Sequence[_Open], step: RunStep) -> list[_Open]:
-    """The open errors a passing run fixes: those of a check it runs, else of its kind, those of the checks a
-    whole-check script echoes (``npm run check`` ran ``npm run typecheck``), and (a failed build) of its toolchain (a
-    passing ``cargo test`` compiled what ``cargo build`` failed). Another check closes only errors that
-    something was changed for since they failed: ``helm template`` passing right after ``helm lint`` failed says
-    nothing about the lint error."""
-    closing = [e for e in open_errors if _covers(e, step)]
-    changed = [e for e in open_errors if e.edits or e.rewrites]
-    if not closing:
-        closing = [e for e in changed if e.kind == step.run.check.kind]
-    if any(is_aggregate(f.rsplit(":", 1)[0]) for f in step.all_families):  # ``npm run check``: the scripts it ran
-        closing += [e for e in changed if e not in closing and set(e.families) & set(step.echoed_families)]
-    if step.run.check.toolchain:  # it compiled: the toolchain's build errors changed for are fixed too
-        closing += [
-            e for e in changed if e.kind == BUILD and e.toolchain == step.run.check.toolchain and e not in closing
-        ]
-    return closing
 
 
 TASK_CONTEXT_CHARS = 160
@@ -120,23 +69,23 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
     """One lesson per distinct error that failed, was edited for and then passed (or vanished from a later run of
     its check that failed on something else, and that check passed in the end)."""
     task = session_task(steps)
-    open_errors: list[_Open] = []
+    open_errors: list[OpenError] = []
     lessons: list[Lesson] = []
     #: the errors just fixed (nothing edited or failed since, the user has not spoken), with their lessons; and fixes
     #: the user rejected, open again
-    recent: list[tuple[_Open, list[Lesson]]] = []
-    rejected: list[tuple[_Open, list[Lesson]]] = []
+    recent: list[tuple[OpenError, list[Lesson]]] = []
+    rejected: list[tuple[OpenError, list[Lesson]]] = []
     for step in steps:
         if isinstance(step, PromptStep):
             if rejects(step.text):  # "no, don't paper over it ...": what follows replaces the fix just verified
                 _reopen(recent, lessons, open_errors, rejected)
             recent = []
             continue
-        rewrote = _rewrote(step)
-        if rewrote is not None:  # a formatter or code generator changed files: an edit (its own verdict follows)
+        rewriter = rewrote(step)
+        if rewriter is not None:  # a formatter or code generator changed files: an edit (its own verdict follows)
             for error in open_errors:
-                if not error.resolved and rewrote not in error.rewrites:
-                    error.rewrites.append(rewrote)
+                if not error.resolved and rewriter not in error.rewrites:
+                    error.rewrites.append(rewriter)
         if isinstance(step, EditStep) or (isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED):
             recent = []  # a rejection now is of this work, not of the fix before it
         if isinstance(step, EditStep):
@@ -146,11 +95,11 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.FAILED:
             _failed(step, open_errors)
         elif isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED:
-            if rewrote is not None and only_rewrites(rewrote):
+            if rewriter is not None and only_rewrites(rewriter):
                 continue  # it changed files; a later run of the check says whether that fixed anything
-            for error in _closing(open_errors, step):
+            for error in closing(open_errors, step):
                 open_errors.remove(error)
-                if _fixed(error, step):
+                if fixed(error, step):
                     learned = _lessons(error, step.run.command, step.span, cwd, task)
                     lessons.extend(learned)
                     recent.append((error, learned))
@@ -159,21 +108,21 @@ def failure_fixes(steps: Sequence[Step], cwd: str | None = None) -> list[Lesson]
             lessons.extend(_repeated(ShellStep(step.run.command, step.span), open_errors, cwd, task, same_only=True))
         elif isinstance(step, ShellStep):
             lessons.extend(_repeated(step, open_errors, cwd, task))
-        _note_ran(step, open_errors)
+        note_ran(step, open_errors)
     # a rejected fix that nothing replaced (the user asked something else) stays what the session learned
     lessons.extend(lesson for _, said in rejected for lesson in said)
     return lessons
 
 
-def _failed(step: RunStep, open_errors: list[_Open]) -> None:
+def _failed(step: RunStep, open_errors: list[OpenError]) -> None:
     """A failing run of a check: the error it repeats seen again (its part a rerun no longer shows split off as
     fixed), or a new error opened."""
     sig = signature_of(step.output, step.run.detail)
-    same = next((e for e in open_errors if _covers(e, step) and e.signature.same_error(sig)), None)
+    same = next((e for e in open_errors if covers(e, step) and e.signature.same_error(sig)), None)
     _resolve_gone(open_errors, step, sig, same)
     if same is None:
         check = step.run.check
-        error = _Open(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
+        error = OpenError(sig, step.all_families, check.kind, check.toolchain, step.run.command, step.span)
         error.output = step.output
         open_errors.append(error)
         return
@@ -191,10 +140,10 @@ def _failed(step: RunStep, open_errors: list[_Open]) -> None:
 
 
 def _reopen(
-    recent: list[tuple[_Open, list[Lesson]]],
+    recent: list[tuple[OpenError, list[Lesson]]],
     lessons: list[Lesson],
-    open_errors: list[_Open],
-    rejected: list[tuple[_Open, list[Lesson]]],
+    open_errors: list[OpenError],
+    rejected: list[tuple[OpenError, list[Lesson]]],
 ) -> None:
     """The fixes just verified, rejected by the user: their lessons withdrawn and their errors open again, with
     nothing done for them yet (kept in ``rejected``: restored if nothing replaces them)."""
@@ -205,7 +154,7 @@ def _reopen(
         rejected.append((error, said))
 
 
-def _fixed_part(error: _Open, sig: Signature, output: str) -> _Open | None:
+def _fixed_part(error: OpenError, sig: Signature, output: str) -> OpenError | None:
     """The part of a compiler's or linter's error a rerun no longer shows after edits (``TS2305`` gone, ``TS2307``
     left): fixed by those edits, a lesson of its own; None when the rerun shows all of it, nothing was edited, or the
     check is a test run (a test's failures change with each attempt)."""
@@ -224,14 +173,14 @@ def _fixed_part(error: _Open, sig: Signature, output: str) -> _Open | None:
     )
 
 
-def _resolve_gone(open_errors: list[_Open], step: RunStep, sig: Signature, same: _Open | None) -> None:
+def _resolve_gone(open_errors: list[OpenError], step: RunStep, sig: Signature, same: OpenError | None) -> None:
     """The open errors a failing run no longer shows (``sig`` is what it shows, ``same`` the open error it repeats):
     gone from a later run of their own check after edits, they were fixed (once a run of the check passes)."""
     for error in list(open_errors):
         if error is same or error.resolved:
             continue
-        if not _covers(error, step):
-            if error.edits and _compiled_past(error, step) and not error.signature.same_error(sig):
+        if not covers(error, step):
+            if error.edits and compiled_past(error, step) and not error.signature.same_error(sig):
                 error.resolved = True
             continue
         if error.edits:
@@ -251,39 +200,7 @@ def _resolve_gone(open_errors: list[_Open], step: RunStep, sig: Signature, same:
                 open_errors.remove(error)
 
 
-def _note_ran(step: Step, open_errors: Sequence[_Open]) -> None:
-    """A command that ran without failing and may have changed files, for the open errors it did not come from."""
-    if isinstance(step, RunStep) and step.run.verdict is not Verdict.FAILED:
-        command = step.run.command
-    elif isinstance(step, ShellStep) and not step.failed:
-        command = step.command
-    else:
-        return
-    if not changes_files(command):
-        return
-    bare = bare_command(command)
-    for error in open_errors:
-        if not error.resolved and bare not in error.ran and not segments_of(error.command) & segments_of(command):
-            error.ran.append(bare)
-
-
-def _rewrote(step: Step) -> str | None:
-    """The command of a step that rewrote files in place and succeeded, else None."""
-    if isinstance(step, RunStep) and step.run.verdict is Verdict.PASSED and rewrites_files(step.run.command):
-        return step.run.command
-    if isinstance(step, ShellStep) and not step.failed and rewrites_files(step.command):
-        return step.command
-    return None
-
-
-def _fixed(error: _Open, step: RunStep) -> bool:
-    """Whether a pass of ``step`` fixed ``error``: files changed since it failed, by the change itself."""
-    if error.rewrites and not error.edits:
-        return True
-    return bool(error.edits) and not _passed_by_running_it_otherwise(error, step)
-
-
-def _lessons(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> list[Lesson]:
+def _lessons(error: OpenError, verified_by: str, span: Span, cwd: str | None, task: str) -> list[Lesson]:
     """The lessons of a fixed error: one, or one per file when the run's findings were in several files and each
     was fixed in its own (``tsc`` reporting TS2304 in a controller and TS2322 in a service: two things learned)."""
     return [_lesson(part, verified_by, span, cwd, task) for part in _per_file(error, cwd) or [error]]
@@ -294,7 +211,7 @@ def _same_file(named: str, edited: str, cwd: str | None) -> bool:
     return named == edited or named.endswith("/" + edited) or edited.endswith("/" + named)
 
 
-def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
+def _per_file(error: OpenError, cwd: str | None) -> list[OpenError]:
     """The error split by the edited files its findings name, when there are two or more (else nothing). A failing
     test names the test and the frames it passed through, not the files of its fix: tests are never split. Edits of
     files no finding names go with the first part."""
@@ -334,29 +251,15 @@ def _per_file(error: _Open, cwd: str | None) -> list[_Open]:
     ]
 
 
-def _lesson(error: _Open, verified_by: str, span: Span, cwd: str | None, task: str) -> Lesson:
+def _lesson(error: OpenError, verified_by: str, span: Span, cwd: str | None, task: str) -> Lesson:
     edits = _edits_summary(error.edits, cwd)
     inner = inner_step(error.command, error.output) or ""
     fix = Fix(error.signature, error.command, error.hits, edits, verified_by, task, tuple(error.rewrites), inner)
     return Lesson(RuleName.FAILURE_FIX, Span(error.span.start, span.end), fix)
 
 
-def _passed_by_running_it_otherwise(error: _Open, step: RunStep) -> bool:
-    """Whether the pass came from another program (``mvn`` failing on its own version, ``./mvnw`` passing) while the
-    error named none of the files edited meanwhile: the command changed, not the code. A script runs the programs
-    it echoes (``npm test``: ``> vitest run``), passing or failing."""
-    passed = programs_of(step.run.command).union(*(programs_of(e) for e in step.echoed))
-    if programs_of(error.command) & passed:  # ``make check`` failed; ``x && make check`` passed
-        return False
-    if programs_of(inner_step(error.command, error.output) or "") & passed:
-        return False
-    sig = error.signature
-    said = " ".join((*sig.locations, *sig.lines, *sig.identifiers, sig.headline))
-    return not any(basename(edit.path) in said for edit in error.edits)
-
-
 def _repeated(
-    step: ShellStep, open_errors: list[_Open], cwd: str | None, task: str, *, same_only: bool = False
+    step: ShellStep, open_errors: list[OpenError], cwd: str | None, task: str, *, same_only: bool = False
 ) -> list[Lesson]:
     """A command no check list knows, as a check by its repetition: failing, it opens an error keyed by its
     program and subcommand; passing after edits, it fixes the errors its own earlier runs opened (``same_only``: a
@@ -377,7 +280,7 @@ def _repeated(
             same.resolved = False
             same.output = step.output
         else:
-            open_errors.append(_Open(sig, families, REPEATED, None, step.command, step.span, output=step.output))
+            open_errors.append(OpenError(sig, families, REPEATED, None, step.command, step.span, output=step.output))
         return []
     repeated = [e for e in open_errors if e.kind == REPEATED]
     closing = [e for e in repeated if set(families) & set(e.families)]
