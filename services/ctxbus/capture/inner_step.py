@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from ctxbus.capture.checks import checks_in, programs_of
 from ctxbus.capture.error_patterns import WRAPPER_FAILED
-from ctxbus.core.check_commands import check_of_command
+from ctxbus.core.check_commands import Check, check_of_command
 
 #: how a wrapper echoes the command it runs: a prefix (npm's ``> ``, yarn's ``$ ``, ``set -x``'s ``+ ``, deno's
 #: ``Task <name> ``) or none (make, just)
@@ -44,6 +44,11 @@ def _echoed_check(line: str, wrapper: str) -> str | None:
     return command if checks_in(command) else None
 
 
+def _is_itself(echoed: str, main: Check | None, wrapper: str) -> bool:
+    """Whether an echoed command is the wrapper's own check run by the same program (no step of its own)."""
+    return check_of_command(echoed) == main and echoed.split(maxsplit=1)[0] == wrapper.split(maxsplit=1)[0]
+
+
 @lru_cache(maxsize=64)  # a fixed error's lesson and the test of how it passed read the same output
 def inner_step(command: str, output: str) -> str | None:
     """The echoed check command inside a failing wrapper ``command`` whose findings ``output`` holds, or None
@@ -59,7 +64,7 @@ def inner_step(command: str, output: str) -> str | None:
         echoed = _echoed_check(line, wrapper) if len(line) < 240 else None
         if echoed is not None:
             found = echoed
-    if found is None or (check_of_command(found) == main and found.split()[0] == wrapper.split()[0]):
+    if found is None or _is_itself(found, main, wrapper):
         return None
     return found
 
@@ -79,7 +84,7 @@ def echoed_checks(command: str, output: str) -> tuple[str, ...]:
         if len(line) >= 240 or not (bare or line.startswith(_MARKS)):
             continue
         echoed = _echoed_check(line, wrapper)
-        if echoed is not None and not (check_of_command(echoed) == main and echoed.split()[0] == wrapper.split()[0]):
+        if echoed is not None and not _is_itself(echoed, main, wrapper):
             found.setdefault(echoed)
             if len(found) == MAX_ECHOED:
                 break

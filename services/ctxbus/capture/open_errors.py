@@ -57,17 +57,16 @@ def closing(open_errors: Sequence[OpenError], step: RunStep) -> list[OpenError]:
     passing ``cargo test`` compiled what ``cargo build`` failed). Another check closes only errors that
     something was changed for since they failed: ``helm template`` passing right after ``helm lint`` failed says
     nothing about the lint error."""
-    closing = [e for e in open_errors if covers(e, step)]
+    closed = [e for e in open_errors if covers(e, step)]
     changed = [e for e in open_errors if e.edits or e.rewrites]
-    if not closing:
-        closing = [e for e in changed if e.kind == step.run.check.kind]
+    if not closed:
+        closed = [e for e in changed if e.kind == step.run.check.kind]
     if any(is_aggregate(f.rsplit(":", 1)[0]) for f in step.all_families):  # ``npm run check``: the scripts it ran
-        closing += [e for e in changed if e not in closing and set(e.families) & set(step.echoed_families)]
+        closed += [e for e in changed if e not in closed and set(e.families) & set(step.echoed_families)]
     if step.run.check.toolchain:  # it compiled: the toolchain's build errors changed for are fixed too
-        closing += [
-            e for e in changed if e.kind == BUILD and e.toolchain == step.run.check.toolchain and e not in closing
-        ]
-    return closing
+        toolchain = step.run.check.toolchain
+        closed += [e for e in changed if e.kind == BUILD and e.toolchain == toolchain and e not in closed]
+    return closed
 
 
 def note_ran(step: Step, open_errors: Sequence[OpenError]) -> None:

@@ -201,15 +201,18 @@ def _reporting(answers: Sequence[str]) -> str:
     return next((a for a in reversed(answers) if len(a.split()) >= REPORT_MIN_WORDS), answers[-1])
 
 
+def _last_request(steps: Sequence[Step]) -> int:
+    """The index of the session's last prompt that asks for work (a ``remember:`` is no new request), else -1."""
+    return max((i for i, s in enumerate(steps) if isinstance(s, PromptStep) and remembered(s.text) is None), default=-1)
+
+
 def _task_answers(steps: Sequence[Step]) -> list[str]:
     """The answers to the session's task: those before the ``remember:`` prompts it ends on, when the work was done
     and reported before them (what the assistant says to a rule given after the work reports the rule, not the
     work; a rule given in answer to its question is part of the task)."""
     answers = [s.text for s in steps if isinstance(s, AnswerStep)]
-    asked = [i for i, s in enumerate(steps) if isinstance(s, PromptStep) and remembered(s.text) is None]
-    after = next(
-        (i for i, s in enumerate(steps) if i > max(asked, default=-1) and isinstance(s, PromptStep)), len(steps)
-    )
+    last = _last_request(steps)
+    after = next((i for i, s in enumerate(steps) if i > last and isinstance(s, PromptStep)), len(steps))
     before = steps[:after]
     said = [s.text for s in before if isinstance(s, AnswerStep)]
     if not said or not any(isinstance(s, EditStep) for s in before) or said[-1].rstrip().endswith("?"):
@@ -230,10 +233,7 @@ def _summary(answer: str) -> str:
 def _worked_after_last_prompt(steps: Sequence[Step]) -> bool:
     """With no verdict, the work must answer the last prompt: files changed after it and an answer given (a
     session that ends on a complaint nobody acted on is not done)."""
-    # a ``remember:`` after the work is no new request
-    asked = (i for i, s in enumerate(steps) if isinstance(s, PromptStep) and remembered(s.text) is None)
-    last = max(asked, default=-1)
-    after = steps[last + 1 :]
+    after = steps[_last_request(steps) + 1 :]
     return any(isinstance(s, EditStep) for s in after) and any(isinstance(s, AnswerStep) for s in after)
 
 
