@@ -127,7 +127,8 @@ class Metrics:
         )
         self.stage = Histogram(
             "ctxbus_stage_seconds",
-            "Time spent in one stage of the pipeline (embed, search, rank, assemble)",
+            "Time spent in one stage of the pipeline (the gateway's admit, feedback, publish and reply; embed, search, "
+            "rank, assemble)",
             ["service", "stage"],
             buckets=LATENCY_BUCKETS,
             registry=r,

@@ -31,8 +31,19 @@ from typing import Any
 
 from ctxbus.bench.corpus import prompts
 from ctxbus.bench.cpu import CpuMeter, core_share
+from ctxbus.bench.hook_load import scrape
 from ctxbus.bench.hooks import _context_of, _project_dir, hook_input, http_hook_call
-from ctxbus.bench.idle_probe import Call, Controls, chains_of, fault_delta, hops, major_faults, pause_row
+from ctxbus.bench.idle_probe import (
+    Call,
+    Controls,
+    Scraped,
+    chains_of,
+    fault_delta,
+    hops,
+    major_faults,
+    pause_row,
+    stage_delta,
+)
 from ctxbus.bench.pipeline import stack_pids
 from ctxbus.bench.stack import PROJECT, bench_stack
 from ctxbus.bench.stats import summary
@@ -49,8 +60,14 @@ DEFAULT_PAUSES = (10.0, 60.0, 300.0)
 class _Gateway:
     """Requests through the stack's gateway, each with a new prompt."""
 
-    def __init__(self, port: int, secret: str, cwd: Any, count: int) -> None:
+    def __init__(self, port: int, secret: str, cwd: Any, count: int, metrics_port: int | None = None) -> None:
+        """``metrics_port``: the stack's ``/metrics`` (``up``'s, its child's series with it), read after each
+        request for its stages' times (None: not read)."""
         self._port, self._secret, self._cwd = port, secret, cwd
+        self._metrics_port = metrics_port
+        self._scraped: Scraped = {}
+        #: each request's stage times (``ctxbus.bench.idle_probe.stage_delta``), by case number
+        self.stages: dict[int, dict[str, float]] = {}
         self._prompts = [f"{p} (case {n})" for n, (_, p) in enumerate(prompts(count))]
         self._next = 0
         #: every request made, in order (its case number is the prompt's ``(case N)``)
@@ -69,7 +86,20 @@ class _Gateway:
             answer = None
         ms = (time.perf_counter() - started) * 1000
         self.calls.append(Call(i % len(self._prompts), sent_at, sent_at + ms / 1000))
+        self._read_stages(i % len(self._prompts))
         return ms, bool(_context_of(answer)) if answer is not None else False
+
+    def _read_stages(self, case: int) -> None:
+        if self._metrics_port is None:
+            return
+        try:
+            scraped = scrape(self._metrics_port)
+        except (OSError, ValueError):  # a request's stages unknown: the next one reads from here
+            self._scraped = {}
+            return
+        if self._scraped:
+            self.stages[case] = stage_delta(self._scraped, scraped)
+        self._scraped = scraped
 
 
 def ping_offsets(pause_s: float, every_s: float) -> list[float]:
@@ -152,7 +182,8 @@ def run(
         port, secret = int(runtime["gateway_port"]), read_secret({}, str(stack.settings.data_dir)) or ""
         pings = sum(len(ping_offsets(p, ping_every_s)) for p in pauses)
         calls = WARMUP_CALLS + warm + len(pauses) + pings
-        gateway = _Gateway(port, secret, _project_dir(stack.settings.data_dir), calls)
+        metrics_port = int(runtime["metrics_port"]) or None
+        gateway = _Gateway(port, secret, _project_dir(stack.settings.data_dir), calls, metrics_port)
         controls = Controls(open_embedder(stack.settings))  # its own embedder: the embed control
         say(f"stack up ({', '.join(f'{n} {p}' for n, p in pids.items())}); warming up")
         try:
@@ -188,8 +219,10 @@ def run(
     warm_calls = gateway.calls[WARMUP_CALLS : WARMUP_CALLS + warm]
     warm_hops = [h for h in (hops(c, chains) for c in warm_calls) if h is not None]
     by_case = {c.case: c for c in gateway.calls}
+    warm_stages = [gateway.stages[c.case] for c in warm_calls if c.case in gateway.stages]
     for row in after:
         row["hops_ms"] = hops(by_case[row["case"]], chains)
+        row["stages_ms"] = gateway.stages.get(row["case"], {})
     return {
         "memories": memories_count,
         "processes": pids,
@@ -200,6 +233,10 @@ def run(
             "control_p50_ms": control_p50,
             "hops_p50_ms": {
                 name: summary([h[name] for h in warm_hops if name in h])["p50"] for name in (warm_hops or [{}])[0]
+            },
+            "stages_p50_ms": {
+                name: summary([s[name] for s in warm_stages if name in s])["p50"]
+                for name in sorted({n for s in warm_stages for n in s})
             },
         },
         "idle_s": round(meter.elapsed_s, 1),
@@ -232,6 +269,8 @@ def print_report(result: dict[str, Any]) -> None:
         print("  warm controls (this process, no bus): " + _controls(warm["control_p50_ms"]))
     if warm.get("hops_p50_ms"):
         print("  warm hops, p50: " + _hops(warm["hops_p50_ms"]))
+    if warm.get("stages_p50_ms"):
+        print("  warm stages, p50: " + _hops(warm["stages_p50_ms"]))
     for row in result["after_silence"]:
         print(
             f"  first request after {row['pause_s']:6g} s of silence: {row['end_to_end_ms']:7.1f} ms "
@@ -254,6 +293,8 @@ def print_report(result: dict[str, Any]) -> None:
         if row.get("hops_ms"):
             faults = ", ".join(f"{n} {c}" for n, c in row.get("major_faults", {}).items())
             print(f"      hops: {_hops(row['hops_ms'])}; major page faults: {faults}")
+        if row.get("stages_ms"):
+            print(f"      stages: {_hops(row['stages_ms'])}")
 
 
 def _controls(values: dict[str, float], ratios: dict[str, float] | None = None) -> str:

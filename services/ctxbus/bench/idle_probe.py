@@ -8,6 +8,10 @@
   injected), read once at the end of the run (the benchmark has no consumer that would poll the broker meanwhile).
 - **Major page faults** of the stack's processes during the request: pages the kernel dropped while the stack was
   idle (a memory reclaimer such as DAMON's pageout drops file pages nobody touched for a while).
+- **Stages**: each stage's time in the request (``ctxbus_stage_seconds``: the gateway's admit, feedback, publish and
+  reply, the retriever's embed, search and rank, the injector's assembly; ``ctxbus_processing_seconds``: a service's
+  whole handling of the event, its output acknowledged), from the stack's ``/metrics`` read after the request and
+  after the one before it (nothing else observes a stage meanwhile: the benchmark's requests are one at a time).
 
 The arithmetic on those figures (:func:`hops`, :func:`pause_row`, :func:`case_of`) is pure.
 """
@@ -85,6 +89,27 @@ def major_faults(pids: Mapping[str, int]) -> dict[str, int]:
             out[name] = 0
             continue
         out[name] = int(line[line.rindex(")") + 2 :].split()[9])
+    return out
+
+
+#: per-request timings read from ``/metrics``: (sample name, the label that names the part)
+STAGE_SAMPLES = (("ctxbus_stage_seconds_sum", "stage"), ("ctxbus_processing_seconds_sum", None))
+Scraped = Mapping[str, Mapping[tuple[tuple[str, str], ...], float]]
+
+
+def stage_delta(before: Scraped, after: Scraped) -> dict[str, float]:
+    """Milliseconds each stage (``service.stage``) and each service's processing (``service.processing``) took
+    between two reads of the stack's ``/metrics`` (one request's worth when it alone ran between them); stages
+    that did not move are left out."""
+    out: dict[str, float] = {}
+    for name, part in STAGE_SAMPLES:
+        for labels, value in after.get(name, {}).items():
+            moved = value - before.get(name, {}).get(labels, 0.0)
+            if moved <= 0:
+                continue
+            named = dict(labels)
+            key = f"{named.get('service', '?')}.{named.get(part, '?') if part else 'processing'}"
+            out[key] = round(out.get(key, 0.0) + moved * 1000, 2)
     return out
 
 

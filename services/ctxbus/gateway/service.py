@@ -124,6 +124,7 @@ class HookGateway:
             raise HttpError(404, f"no route {request.path}")
         if request.method != "POST":
             raise HttpError(405, "POST hook input JSON to /v1/hooks")
+        arrived = time.perf_counter()
         hook_input = parse_object(request.body, "hook input")
         self._arrived(hook_input, request)
         clean_strings(hook_input)  # a lone surrogate is replaced, never the reason for an empty context
@@ -145,7 +146,9 @@ class HookGateway:
         elif self._settings.enabled:
             budget_s = self._budget(request)
             if event in CONTEXT_EVENTS:
+                self._stage("admit", started - arrived)  # parsed, redacted, whose it is
                 await self._before_context(event, hook_input, budget_s)
+                self._stage("feedback", time.perf_counter() - started)
                 left_s = max(0.05, budget_s - (time.perf_counter() - started))  # one budget for the whole call
                 body, outcome = await self._context(event, hook_input, left_s)
             elif event in OUTCOME_EVENTS:
@@ -171,6 +174,12 @@ class HookGateway:
             self._on_arrival()
         except Exception as exc:
             log.warning("arrival_ring_failed", error=repr(exc))
+
+    def _stage(self, stage: str, seconds: float) -> None:
+        """One part of a context hook's time (``ctxbus_stage_seconds{service="gateway"}``): ``admit`` (parsed,
+        redacted, identified), ``feedback`` (the previous turn's outcome published), ``publish`` (the request
+        acknowledged by the broker), ``reply`` (until the injection came back)."""
+        self._metrics.stage.labels(SERVICE, stage).observe(seconds)
 
     def _budget(self, request: Request) -> float:
         try:
@@ -200,8 +209,12 @@ class HookGateway:
         self._router.expect(request.correlation_id)
         self._start_warming(payload)
         try:
+            publishing = time.perf_counter()
             await asyncio.wait_for(self._publisher.publish(self._topics.retrieval_requested, request), wait.left())
+            waiting = time.perf_counter()
+            self._stage("publish", waiting - publishing)
             injected = await self._router.wait(request.correlation_id, wait.left())
+            self._stage("reply", time.perf_counter() - waiting)
         except TimeoutError:
             log.warning("hook_timeout", project=project, correlation_id=str(request.correlation_id))
             return self._fallback(event, hook_input, request, "timeout_fallback")

@@ -6,7 +6,17 @@ import os
 
 import pytest
 
-from ctxbus.bench.idle_probe import Call, ChainTimes, Controls, case_of, fault_delta, hops, major_faults, pause_row
+from ctxbus.bench.idle_probe import (
+    Call,
+    ChainTimes,
+    Controls,
+    case_of,
+    fault_delta,
+    hops,
+    major_faults,
+    pause_row,
+    stage_delta,
+)
 from ctxbus.cli.errors import CliError
 from ctxbus.cli.idle_cmds import parse_pauses
 
@@ -81,3 +91,23 @@ def test_major_faults_are_read_from_proc_and_differenced() -> None:
     counts = major_faults({"me": os.getpid(), "gone": 2**22 + 7})
     assert counts["me"] >= 0 and counts["gone"] == 0
     assert fault_delta({"a": 3, "b": 1}, {"a": 5}) == {"a": 2, "b": 0}
+
+
+def test_stage_delta_gives_each_stage_and_service_time_between_two_reads() -> None:
+    gw, emb = (("service", "gateway"), ("stage", "admit")), (("service", "retriever"), ("stage", "embed"))
+    before = {
+        "ctxbus_stage_seconds_sum": {gw: 0.010, emb: 0.200},
+        "ctxbus_processing_seconds_sum": {(("service", "retriever"),): 1.0},
+    }
+    after = {
+        "ctxbus_stage_seconds_sum": {gw: 0.0125, emb: 0.200, (("service", "injector"), ("stage", "assemble")): 0.003},
+        "ctxbus_processing_seconds_sum": {(("service", "retriever"),): 1.020},
+        "ctxbus_other_sum": {(("service", "retriever"),): 5.0},
+    }
+    # the embed did not move (its query was embedded ahead), a stage first seen counts from zero
+    assert stage_delta(before, after) == {
+        "gateway.admit": 2.5,
+        "injector.assemble": 3.0,
+        "retriever.processing": 20.0,
+    }
+    assert stage_delta(after, after) == {}
