@@ -298,7 +298,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def _controls(values: dict[str, float], ratios: dict[str, float] | None = None) -> str:
-    names = {"embed_ms": "embed", "loopback_ms": "loopback"}
+    names = {"embed_ms": "embed", "loopback_ms": "loopback", "memory_ms": "16 MB read"}
     return ", ".join(
         f"{names.get(n, n)} {v:.2f} ms" + (f" ({ratios[n]}x)" if ratios and n in ratios else "")
         for n, v in values.items()

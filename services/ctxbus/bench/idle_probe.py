@@ -2,8 +2,11 @@
 
 - **Controls**: the machine's own after-silence penalty, measured in the benchmark's process just before the request,
   after the same silence and with no bus: one embed of a fixed prompt (the retriever's kind of work, on its own
-  embedder) and one loopback round trip to a thread of this process (two wakes of sleeping threads). Their warm
-  values are measured beside the warm requests, so a ratio shows how much slower the machine itself is after idle.
+  embedder), one loopback round trip to a thread of this process (two wakes of sleeping threads), and one read of
+  each page of 16 MB of this process's memory (what the host does to memory nobody touched: on these VMs a page
+  untouched for a second or more can take tens of microseconds to read again, with no fault the guest sees). Their
+  warm values are measured beside the warm requests, so a ratio shows how much slower the machine itself is after
+  idle.
 - **Hops**: where a request's time went, from the Kafka record timestamps of its chain (requested, completed,
   injected), read once at the end of the run (the benchmark has no consumer that would poll the broker meanwhile).
 - **Major page faults** of the stack's processes during the request: pages the kernel dropped while the stack was
@@ -37,6 +40,9 @@ from ctxbus.ports import Embedder
 #: the fixed prompt the embed control embeds every time (a remembered query vector would not be embedded again, so
 #: the embedder used here has no cache)
 CONTROL_PROMPT = "why does the integration test for the payment webhook fail after the database migration"
+#: the memory control's size, and the stride of its read (one byte a page)
+MEMORY_CONTROL_BYTES = 16 * 1024 * 1024
+PAGE_BYTES = 4096
 _CASE = re.compile(r"\(case (\d+)\)\s*$")
 
 
@@ -51,17 +57,21 @@ class Controls:
 
     def __init__(self, embedder: Embedder | None) -> None:
         self._embedder = embedder
+        self._pages = memoryview(bytearray(b"\x01" * MEMORY_CONTROL_BYTES))  # every page written: resident
         self._near, far = socket.socketpair()
         self._echo = threading.Thread(target=_echo, args=(far,), name="idle-control-echo", daemon=True)
         self._echo.start()
 
     def measure(self) -> dict[str, float]:
-        """One loopback round trip and one embed, in milliseconds."""
+        """One loopback round trip, one read of every page of the memory control, and one embed, in milliseconds."""
         out: dict[str, float] = {}
         started = time.perf_counter()
         self._near.sendall(b"x")
         self._near.recv(1)
         out["loopback_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        started = time.perf_counter()
+        bytes(self._pages[::PAGE_BYTES])  # one byte of each page, copied in C
+        out["memory_ms"] = round((time.perf_counter() - started) * 1000, 3)
         if self._embedder is not None:
             started = time.perf_counter()
             self._embedder.embed_query(CONTROL_PROMPT)

@@ -75,14 +75,14 @@ def test_repeated_pauses_are_kept_in_order() -> None:
         parse_pauses("10,-1")
 
 
-def test_the_loopback_control_answers_without_an_embedder() -> None:
+def test_the_loopback_and_memory_controls_answer_without_an_embedder() -> None:
     controls = Controls(None)
     try:
         first, second = controls.measure(), controls.measure()
     finally:
         controls.close()
-    assert set(first) == set(second) == {"loopback_ms"}
-    assert first["loopback_ms"] >= 0.0
+    assert set(first) == set(second) == {"loopback_ms", "memory_ms"}
+    assert first["loopback_ms"] >= 0.0 and first["memory_ms"] >= 0.0
 
 
 def test_major_faults_are_read_from_proc_and_differenced() -> None:
