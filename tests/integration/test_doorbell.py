@@ -26,7 +26,7 @@ from ctxbus.contract.serde import EventSerializer
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
 from ctxbus.settings import Settings
-from ctxbus.wiring import request_path_ring
+from ctxbus.wiring import request_path_ring, request_path_warm
 
 from .kafka_io import read_all, send_raw
 from .test_runner import EchoHandler, a_request, make_runner
@@ -37,8 +37,13 @@ NEVER_MS = 600_000
 WAIT_S = 60.0
 
 
-def with_fallback(settings: Settings, fallback_ms: int) -> tuple[Settings, KafkaClientConfig]:
-    kafka_settings = settings.kafka.model_copy(update={"doorbell_fallback_ms": fallback_ms})
+def with_fallback(
+    settings: Settings, fallback_ms: int, awake_ms: int | None = None
+) -> tuple[Settings, KafkaClientConfig]:
+    update: dict[str, int] = {"doorbell_fallback_ms": fallback_ms}
+    if awake_ms is not None:
+        update["doorbell_awake_ms"] = awake_ms
+    kafka_settings = settings.kafka.model_copy(update=update)
     changed = settings.model_copy(update={"kafka": kafka_settings})
     return changed, KafkaClientConfig(kafka_settings, kafka_settings.bootstrap_servers, embedded=True)
 
@@ -185,9 +190,41 @@ async def test_the_gateway_s_arrival_ring_wakes_the_whole_request_path(
                     assert all(q is not None and q.woken["fallback"] == 0 for q in sleepers)
 
 
+async def test_the_warm_ring_wakes_the_request_path_for_a_moment_only(
+    settings: Settings, topics: Topics, metrics: Metrics
+) -> None:
+    """The ring of a silence (``ctxbus.gateway.path_tick``) wakes the retriever and the reply reader, which fetch a
+    few times and sleep again: with an awake time of ten minutes, only the warm ring's short wake can put them back
+    to sleep within the test."""
+    settings, kafka = with_fallback(settings, NEVER_MS, awake_ms=NEVER_MS)
+    async with EventPublisher(kafka, "t") as pub:
+        retriever = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
+        async with ReplyRouter(kafka, topics.context_injected, wake_on=(topics.retrieval_requested,)) as router:
+            reader = router._quiet
+            assert reader is not None
+            async for _ in _running(retriever):
+                deadline = time.monotonic() + WAIT_S
+                while not router._consumer.paused():
+                    assert time.monotonic() < deadline, "the reply reader never went to sleep"
+                    await asyncio.sleep(0.05)
+                warm = request_path_warm(kafka, topics)
+                assert warm is not None
+                warm()
+                sleepers = (retriever.quiet, reader)
+                while any(q is None or q.woken["warm"] < 1 for q in sleepers):
+                    assert time.monotonic() < deadline, "the warm ring did not wake the path"
+                    await asyncio.sleep(0.01)
+                await asleep(retriever)  # asleep again: the awake time of ten minutes did not apply
+                while not router._consumer.paused():
+                    assert time.monotonic() < deadline, "the reply reader stayed awake after a warm ring"
+                    await asyncio.sleep(0.01)
+                assert all(q is not None and q.woken["rung"] == 0 and q.woken["fallback"] == 0 for q in sleepers)
+
+
 async def test_no_arrival_ring_without_the_doorbell(settings: Settings, topics: Topics) -> None:
     off = settings.kafka.model_copy(update={"doorbell": False})
     assert request_path_ring(KafkaClientConfig(off, off.bootstrap_servers, embedded=True), topics) is None
+    assert request_path_warm(KafkaClientConfig(off, off.bootstrap_servers, embedded=True), topics) is None
 
 
 async def test_a_cluster_keeps_polling_without_the_doorbell(settings: Settings) -> None:

@@ -26,7 +26,7 @@ from aiokafka.structs import ConsumerRecord
 
 from ctxbus.adapters.kafka.archive_progress import Progress, start_life, write_progress
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.adapters.kafka.doorbell import Quiet
+from ctxbus.adapters.kafka.quiet import Quiet
 from ctxbus.archive.files import PartitionWriter, read_file, scan
 from ctxbus.archive.layout import expired
 from ctxbus.archive.state import ArchiveState, tp_key

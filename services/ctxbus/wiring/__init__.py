@@ -6,7 +6,7 @@ process's services share, what a consumer loop is), ``retriever``, ``injector`` 
 loops), ``services`` (the loops run) and ``gateway`` (the hook gateway run). Every name is importable from here.
 """
 
-from ctxbus.wiring.gateway import request_path_ring, run_gateway
+from ctxbus.wiring.gateway import request_path_ring, request_path_warm, run_gateway
 from ctxbus.wiring.resources import Resources, RunnerSpec
 from ctxbus.wiring.retriever import memory_loop
 from ctxbus.wiring.services import HEALTH_PROJECT, SERVICES, build_runners, publisher_for, run_services
@@ -20,6 +20,7 @@ __all__ = [
     "memory_loop",
     "publisher_for",
     "request_path_ring",
+    "request_path_warm",
     "run_gateway",
     "run_services",
 ]

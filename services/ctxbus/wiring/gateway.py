@@ -10,6 +10,7 @@ from pathlib import Path
 import structlog
 
 from ctxbus.adapters.kafka.config import KafkaClientConfig
+from ctxbus.adapters.kafka.quiet import warm_ring
 from ctxbus.api import Memory
 from ctxbus.contract.topics import Topics
 from ctxbus.observability import Metrics
@@ -29,6 +30,16 @@ def request_path_ring(config: KafkaClientConfig, topics: Topics) -> Callable[[],
         return None
     topic = topics.retrieval_requested
     return lambda: bell.ring(topic)
+
+
+def request_path_warm(config: KafkaClientConfig, topics: Topics) -> Callable[[], None] | None:
+    """The request path's warm ring (None: no doorbell): the same three consumers fetch for a moment and sleep again,
+    with nothing published (``ctxbus.gateway.path_tick``, while no hook comes)."""
+    bell = config.doorbell
+    if bell is None:
+        return None
+    name = warm_ring(topics.retrieval_requested)
+    return lambda: bell.ring(name)
 
 
 def _memory_of(res: Resources) -> Callable[[], Memory | None]:
@@ -110,7 +121,11 @@ async def run_gateway(
         shipper = FallbackShipper(settings.data_dir, topics, publisher)
         # the embedded broker's doorbell rings the request path awake when a hook arrives, and after a silence
         ring = request_path_ring(config, topics)
-        tick = PathTick(ring, settings.kafka.doorbell_warm_ms / 1000.0) if ring is not None else None
+        tick = (
+            PathTick(ring, settings.kafka.doorbell_warm_ms / 1000.0, warm=request_path_warm(config, topics))
+            if ring is not None
+            else None
+        )
         gateway = HookGateway(
             settings.hook,
             topics,

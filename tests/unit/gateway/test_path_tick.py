@@ -74,3 +74,14 @@ def test_the_loop_rings_while_idle_and_stops_when_told() -> None:
         return tick.rung
 
     assert asyncio.run(main()) >= 2
+
+
+def test_a_silence_sends_the_warm_ring_and_a_hook_the_full_one() -> None:
+    clock, rings = Clock(), []
+    tick = PathTick(lambda: rings.append("hook"), 15.0, clock, warm=lambda: rings.append("warm"))
+    clock.now += 15.0
+    assert tick.tick()
+    tick.arrived()
+    clock.now += 15.0
+    assert tick.tick()
+    assert rings == ["warm", "hook", "warm"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ctxbus.adapters.kafka.doorbell import Doorbell, Quiet, doorbell_for
+from ctxbus.adapters.kafka.doorbell import Doorbell, doorbell_for
+from ctxbus.adapters.kafka.quiet import Quiet
 from ctxbus.adapters.kafka.security import sasl_args, ssl_context
 from ctxbus.settings import KafkaSettings
 

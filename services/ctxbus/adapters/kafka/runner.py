@@ -34,13 +34,13 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from ctxbus.adapters.kafka import broker_gone
 from ctxbus.adapters.kafka.committer import Committer, SettledBatch
 from ctxbus.adapters.kafka.config import KafkaClientConfig
-from ctxbus.adapters.kafka.doorbell import Quiet
 from ctxbus.adapters.kafka.handling import BACKLOG, Handler
 from ctxbus.adapters.kafka.inflight import Sent
 from ctxbus.adapters.kafka.ledger import AnsweredLedger, recent_causes
 from ctxbus.adapters.kafka.processing import RecordProcessor
 from ctxbus.adapters.kafka.progress import Progress
 from ctxbus.adapters.kafka.publisher import EventPublisher
+from ctxbus.adapters.kafka.quiet import Quiet
 from ctxbus.adapters.kafka.schemas_topic import SchemaTopicReader
 from ctxbus.adapters.kafka.sender import DeadLetterSender
 from ctxbus.contract.serde import EventDeserializer
