@@ -1,6 +1,6 @@
-"""The gateway rings the request path awake after a silence (``CTXBUS_KAFKA_DOORBELL_WARM_MS``): a sleeping
-consumer of the requested topic is woken with no hook and no record (a fallback of 600 s makes a ring the only way),
-and nothing is published."""
+"""The gateway sends the request path a warm ring after a silence (``CTXBUS_KAFKA_DOORBELL_WARM_MS``): a sleeping
+consumer of the requested topic is woken for a moment with no hook and no record (a fallback of 600 s makes a ring
+the only way), never with a full ring, and nothing is published."""
 
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ async def test_a_silent_gateway_rings_the_sleeping_request_path_awake(
         retriever = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
         async for _ in _running(retriever):  # asleep: it found nothing and waits for a ring
             assert retriever.quiet is not None
-            before = retriever.quiet.woken["rung"]
+            before = retriever.quiet.woken["warm"]
             gateway = asyncio.create_task(run_gateway(settings, kafka, Metrics(), stop))
             try:
                 deadline = time.monotonic() + WAIT_S
-                while retriever.quiet.woken["rung"] < before + 2:  # rung again and again while nothing comes
+                while retriever.quiet.woken["warm"] < before + 2:  # rung again and again while nothing comes
                     assert time.monotonic() < deadline, "the silent gateway never rang the request path"
                     assert not gateway.done(), gateway
                     await asyncio.sleep(0.05)
@@ -50,6 +50,7 @@ async def test_a_silent_gateway_rings_the_sleeping_request_path_awake(
                 stop.set()
                 await asyncio.wait_for(gateway, 30)
             assert retriever.quiet.woken["fallback"] == 0
+            assert retriever.quiet.woken["rung"] == 0  # a warm ring each time, never the full one of a hook
     assert await read_all(kafka, topics.retrieval_requested, expect=0, timeout_s=1.0) == []
 
 
@@ -60,7 +61,7 @@ async def test_no_tick_when_it_is_off(settings: Settings, topics: Topics, metric
         retriever = make_runner(settings, kafka, topics, EchoHandler(topics), pub, metrics)
         async for _ in _running(retriever):
             assert retriever.quiet is not None
-            before = retriever.quiet.woken["rung"]
+            before = retriever.quiet.woken["warm"]
             ports: list[int] = []
             gateway = asyncio.create_task(run_gateway(settings, kafka, Metrics(), stop, on_ready=ports.append))
             try:
@@ -72,4 +73,4 @@ async def test_no_tick_when_it_is_off(settings: Settings, topics: Topics, metric
             finally:
                 stop.set()
                 await asyncio.wait_for(gateway, 30)
-            assert retriever.quiet.woken["rung"] == before
+            assert retriever.quiet.woken["warm"] == before and retriever.quiet.woken["rung"] == 0
