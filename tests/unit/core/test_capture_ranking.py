@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ctxbus.core.ranking import EPISODE_DECAY, EPISODE_WEIGHT, RankingWeights, rank, recency
+from ctxbus.core.ranking import EPISODE_DECAY, RankingWeights, rank, recency
 from ctxbus.memory.model import CAPTURED_SOURCE, Feedback, MemoryItem, MemoryKind, Outcome
 from ctxbus.ports import SearchHit
 
@@ -52,17 +52,3 @@ def test_a_stale_item_is_down_weighted_not_dropped() -> None:
     assert [r.item.id for r in ranked] == ["a", "b"] and ranked[1].score < ranked[0].score
 
 
-def test_a_captured_episode_weighs_less_than_a_specific_lesson_equally_like_the_prompt() -> None:
-    """A session's summary resembles any prompt of its project: at equal evidence the specific lesson comes first."""
-    summary = episode(0)
-    lesson = summary.model_copy(update={"id": "fix", "kind": MemoryKind.LEARNING, "outcome": Outcome.SUCCESSFUL})
-    ranked = rank([SearchHit(summary, 0.8), SearchHit(lesson, 0.8)], domain=None, now=NOW)
-    assert [r.item.id for r in ranked] == ["fix", summary.id]
-    assert ranked[1].breakdown["episode_weight"] == EPISODE_WEIGHT and ranked[0].breakdown["episode_weight"] == 1.0
-
-
-def test_an_episode_that_keeps_helping_or_was_imported_is_weighed_in_full() -> None:
-    helping = episode(0, feedback=Feedback(uses=3, successes=2, failures=1))
-    for item in (helping, episode(0, source="import")):
-        (hit,) = rank([SearchHit(item, 0.8)], domain=None, now=NOW)
-        assert hit.breakdown["episode_weight"] == 1.0

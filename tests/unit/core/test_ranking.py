@@ -137,7 +137,6 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
         b = ranked.breakdown
         explained = {
             "outcome_weight",
-            "episode_weight",
             "pin_boost",
             "stale_weight",
             "as_warning",
@@ -150,7 +149,7 @@ def test_the_breakdown_holds_every_part_and_sums_to_the_score(seed: int) -> None
         assert all(0.0 <= b[p] <= 1.0 for p in PARTS)
         assert math.fsum(b[f"weight_{p}"] for p in PARTS) == pytest.approx(1.0)
         weighted = math.fsum(b[f"weight_{p}"] * b[p] for p in PARTS)
-        factor = b["outcome_weight"] * b["episode_weight"]
+        factor = b["outcome_weight"]
         assert ranked.score == b["total"] == pytest.approx(weighted * factor + b["pin_boost"])
         assert b["pin_boost"] == 0.0 and b["stale_weight"] == 1.0  # none of these is pinned or stale
         assert 0.0 <= ranked.score <= 1.0
