@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from ctxbus.core.ranking import EPISODE_DECAY, RankingWeights, rank, recency
-from ctxbus.memory.model import CAPTURED_SOURCE, Feedback, MemoryItem, MemoryKind, Outcome
+from ctxbus.memory.model import CAPTURED_SOURCE, Feedback, MemoryItem, MemoryKind
 from ctxbus.ports import SearchHit
 
 NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
@@ -50,5 +50,3 @@ def test_a_stale_item_is_down_weighted_not_dropped() -> None:
     stale = kept.model_copy(update={"id": "b", "stale": "app/auth/reset.py was deleted", "stale_since": NOW})
     ranked = rank([SearchHit(stale, 0.9), SearchHit(kept, 0.9)], domain=None, now=NOW)
     assert [r.item.id for r in ranked] == ["a", "b"] and ranked[1].score < ranked[0].score
-
-
