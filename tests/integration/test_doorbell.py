@@ -59,6 +59,13 @@ async def asleep(runner: ConsumerRunner) -> None:
         await asyncio.sleep(0.05)
 
 
+async def router_asleep(router: ReplyRouter, deadline: float) -> None:
+    """Until the reply reader has paused its partitions (before ``deadline``, monotonic seconds)."""
+    while not router._consumer.paused():
+        assert time.monotonic() < deadline, "the reply reader never went to sleep"
+        await asyncio.sleep(0.02)
+
+
 async def _running(runner: ConsumerRunner) -> AsyncIterator[None]:
     stop = asyncio.Event()
     task = asyncio.create_task(runner.run(stop))
@@ -177,9 +184,7 @@ async def test_the_gateway_s_arrival_ring_wakes_the_whole_request_path(
             async for _ in _running(retriever):
                 async for _ in _running(injector):
                     deadline = time.monotonic() + WAIT_S
-                    while not router._consumer.paused():
-                        assert time.monotonic() < deadline, "the reply reader never went to sleep"
-                        await asyncio.sleep(0.05)
+                    await router_asleep(router, deadline)
                     ring = request_path_ring(kafka, topics)
                     assert ring is not None
                     ring()
@@ -204,9 +209,7 @@ async def test_the_warm_ring_wakes_the_request_path_for_a_moment_only(
             assert reader is not None
             async for _ in _running(retriever):
                 deadline = time.monotonic() + WAIT_S
-                while not router._consumer.paused():
-                    assert time.monotonic() < deadline, "the reply reader never went to sleep"
-                    await asyncio.sleep(0.05)
+                await router_asleep(router, deadline)
                 warm = request_path_warm(kafka, topics)
                 assert warm is not None
                 warm()
@@ -215,9 +218,7 @@ async def test_the_warm_ring_wakes_the_request_path_for_a_moment_only(
                     assert time.monotonic() < deadline, "the warm ring did not wake the path"
                     await asyncio.sleep(0.01)
                 await asleep(retriever)  # asleep again: the awake time of ten minutes did not apply
-                while not router._consumer.paused():
-                    assert time.monotonic() < deadline, "the reply reader stayed awake after a warm ring"
-                    await asyncio.sleep(0.01)
+                await router_asleep(router, deadline)
                 assert all(q is not None and q.woken["rung"] == 0 and q.woken["fallback"] == 0 for q in sleepers)
 
 
