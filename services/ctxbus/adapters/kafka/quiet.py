@@ -95,8 +95,9 @@ class Quiet:
     async def sleep(
         self, consumer: AIOKafkaConsumer, stop: asyncio.Event | None = None, *, timeout_s: float | None = None
     ) -> bool:
-        """Pause the consumer's partitions until a ring (True), records found by a check (True), the checks' limit
-        or ``timeout_s`` or ``stop`` (False); the partitions are fetched again afterwards. Records that reached the
+        """Pause the consumer's partitions until a ring (True; a warm ring keeps it awake for ``warm_s`` only),
+        records found by a check (True), the checks' limit or ``timeout_s`` or ``stop`` (False); the partitions are
+        fetched again afterwards. Records that reached the
         broker before the pause (their ring came while the consumer was still fetching) are looked for first: then
         it does not sleep."""
         paused = consumer.assignment()
