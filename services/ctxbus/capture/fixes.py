@@ -283,14 +283,14 @@ def _repeated(
             open_errors.append(OpenError(sig, families, REPEATED, None, step.command, step.span, output=step.output))
         return []
     repeated = [e for e in open_errors if e.kind == REPEATED]
-    closing = [e for e in repeated if set(families) & set(e.families)]
-    if not closing and not same_only:  # ``sbt "testOnly X"`` failed, ``sbt test`` passed: the same tool, wider
+    closed = [e for e in repeated if set(families) & set(e.families)]
+    if not closed and not same_only:  # ``sbt "testOnly X"`` failed, ``sbt test`` passed: the same tool, wider
         programs = {_program(f) for f in families} - RUNNERS
         # (only an error something was changed for: ``console doctrine:migrations:status`` passing right after
         # ``console doctrine:migrations:migrate`` failed says nothing about the migration)
-        closing = [e for e in repeated if (e.edits or e.rewrites) and programs & {_program(f) for f in e.families}]
+        closed = [e for e in repeated if (e.edits or e.rewrites) and programs & {_program(f) for f in e.families}]
     lessons = []
-    for error in closing:
+    for error in closed:
         open_errors.remove(error)
         if error.edits or error.rewrites:
             lessons.extend(_lessons(error, step.command, step.span, cwd, task))

@@ -282,12 +282,10 @@
   }
 
   function breakdownText(b) {
-    const keys = ["similarity", "lexical", "domain", "conviction", "recency", "outcome_weight",
-      "tier_factor", "kind_boost", "file_boost"];
+    const keys = ["similarity", "lexical", "domain", "conviction", "recency", "outcome_weight", "tier_factor",
+      "kind_boost", "file_boost"];
     const parts = [];
-    for (const k of keys) {
-      if (k in b) parts.push(`${k} ${Number(b[k]).toFixed(3)}`);
-    }
+    for (const k of keys) if (k in b) parts.push(`${k} ${Number(b[k]).toFixed(3)}`);
     if ("cosine" in b) parts.push(`cosine ${Number(b.cosine).toFixed(3)}`);
     if ("bm25" in b) parts.push(`bm25 ${Number(b.bm25).toFixed(2)}`);
     return parts.join(" · ");
