@@ -49,11 +49,13 @@ def with_fallback(
 
 
 async def asleep(runner: ConsumerRunner) -> None:
-    """Until the runner has paused its partitions (it found nothing and waits for a ring)."""
+    """Until the runner has paused its partitions and its sleep's first check has answered (it found nothing and
+    waits for a ring: a record published during that check would be found by it, not rung)."""
     deadline = time.monotonic() + WAIT_S
     while True:
-        consumer = runner._consumer
-        if consumer is not None and runner.ready.is_set() and consumer.assignment() and consumer.paused():
+        consumer, quiet = runner._consumer, runner.quiet
+        paused = consumer is not None and runner.ready.is_set() and consumer.assignment() and consumer.paused()
+        if paused and (quiet is None or quiet.answered_at > 0):
             return
         assert time.monotonic() < deadline, "the runner never went to sleep"
         await asyncio.sleep(0.05)
